@@ -1,0 +1,257 @@
+//! [`FieldRef`]: Logstash field references (`message`, `[a][b]`, `[tags][0]`, `[@metadata][x]`).
+//!
+//! A reference is parsed once (at plugin construction) into path segments; lookups then walk
+//! the event's tree without re-parsing. A segment that reads as an integer indexes an array
+//! (negative counts from the end) and names a key in an object, as in Logstash.
+
+use std::fmt;
+
+use crate::value::{Map, Value};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FieldRef {
+    segments: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid field reference {text:?}: {reason}")]
+pub struct FieldRefError {
+    pub text: String,
+    pub reason: &'static str,
+}
+
+impl FieldRef {
+    /// Parses `name` or `[a][b]...`.
+    pub fn parse(text: &str) -> Result<FieldRef, FieldRefError> {
+        let err = |reason| FieldRefError {
+            text: text.to_owned(),
+            reason,
+        };
+        if !text.starts_with('[') {
+            if text.contains('[') || text.contains(']') {
+                return Err(err(
+                    "brackets must enclose every path segment, as in [a][b]",
+                ));
+            }
+            if text.is_empty() {
+                return Err(err("empty field name"));
+            }
+            return Ok(FieldRef {
+                segments: vec![text.to_owned()],
+            });
+        }
+        let mut segments = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let Some(inner) = rest.strip_prefix('[') else {
+                return Err(err(
+                    "text after a closing bracket must start another [segment]",
+                ));
+            };
+            let Some(end) = inner.find(']') else {
+                return Err(err("missing closing bracket"));
+            };
+            let seg = &inner[..end];
+            if seg.contains('[') {
+                return Err(err("nested brackets"));
+            }
+            if !seg.is_empty() {
+                segments.push(seg.to_owned());
+            }
+            rest = &inner[end + 1..];
+        }
+        if segments.is_empty() {
+            return Err(err("empty field reference"));
+        }
+        Ok(FieldRef { segments })
+    }
+
+    /// A reference to one top-level field, taken literally (no bracket parsing).
+    pub fn top_level(name: &str) -> FieldRef {
+        FieldRef {
+            segments: vec![name.to_owned()],
+        }
+    }
+
+    pub fn segments(&self) -> &[String] {
+        &self.segments
+    }
+
+    pub fn is_top_level(&self) -> bool {
+        self.segments.len() == 1
+    }
+
+    /// Whether this reference points into `@metadata`.
+    pub fn is_metadata(&self) -> bool {
+        self.segments[0] == crate::event::METADATA
+    }
+}
+
+impl fmt::Display for FieldRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for s in &self.segments {
+            write!(f, "[{s}]")?;
+        }
+        Ok(())
+    }
+}
+
+fn index_of(seg: &str, len: usize) -> Option<usize> {
+    let i: i64 = seg.parse().ok()?;
+    let idx = if i < 0 { len as i64 + i } else { i };
+    (0..len as i64).contains(&idx).then_some(idx as usize)
+}
+
+fn child<'a>(v: &'a Value, seg: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(m) => m.get(seg),
+        Value::Array(a) => index_of(seg, a.len()).map(|i| &a[i]),
+        _ => None,
+    }
+}
+
+fn child_mut<'a>(v: &'a mut Value, seg: &str) -> Option<&'a mut Value> {
+    match v {
+        Value::Object(m) => m.get_mut(seg),
+        Value::Array(a) => index_of(seg, a.len()).map(move |i| &mut a[i]),
+        _ => None,
+    }
+}
+
+/// Looks up `path` under `root`.
+pub fn get<'a>(root: &'a Map, path: &[String]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let mut v = root.get(first.as_str())?;
+    for seg in rest {
+        v = child(v, seg)?;
+    }
+    Some(v)
+}
+
+pub fn get_mut<'a>(root: &'a mut Map, path: &[String]) -> Option<&'a mut Value> {
+    let (first, rest) = path.split_first()?;
+    let mut v = root.get_mut(first.as_str())?;
+    for seg in rest {
+        v = child_mut(v, seg)?;
+    }
+    Some(v)
+}
+
+/// Sets `path` under `root`, creating intermediate objects; an intermediate that is a scalar
+/// is replaced by an object, as Logstash does. Array elements are addressed by index; an index
+/// past the end appends.
+pub fn set(root: &mut Map, path: &[String], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let Some((first, middle)) = parents.split_first() else {
+        root.insert(last.clone(), value);
+        return;
+    };
+    let mut cur: &mut Value = root
+        .entry(first.clone())
+        .or_insert_with(|| Value::Object(Map::new()));
+    for seg in middle {
+        cur = descend_or_create(cur, seg);
+    }
+    match cur {
+        Value::Array(a) => match index_of(last, a.len()) {
+            Some(i) => a[i] = value,
+            None => a.push(value),
+        },
+        other => {
+            if !matches!(other, Value::Object(_)) {
+                *other = Value::Object(Map::new());
+            }
+            if let Value::Object(m) = other {
+                m.insert(last.clone(), value);
+            }
+        }
+    }
+}
+
+fn descend_or_create<'a>(cur: &'a mut Value, seg: &str) -> &'a mut Value {
+    if let Value::Array(a) = cur {
+        let len = a.len();
+        return match index_of(seg, len) {
+            Some(i) => &mut a[i],
+            None => {
+                a.push(Value::Object(Map::new()));
+                &mut a[len]
+            }
+        };
+    }
+    if !matches!(cur, Value::Object(_)) {
+        *cur = Value::Object(Map::new());
+    }
+    match cur {
+        Value::Object(m) => m
+            .entry(seg.to_owned())
+            .or_insert_with(|| Value::Object(Map::new())),
+        _ => unreachable!("replaced by an object above"),
+    }
+}
+
+/// Removes and returns the value at `path`.
+pub fn remove(root: &mut Map, path: &[String]) -> Option<Value> {
+    let (last, parents) = path.split_last()?;
+    if parents.is_empty() {
+        return root.remove(last.as_str());
+    }
+    match get_mut(root, parents)? {
+        Value::Object(m) => m.remove(last.as_str()),
+        Value::Array(a) => index_of(last, a.len()).map(|i| a.remove(i)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Vec<String> {
+        FieldRef::parse(s).unwrap().segments().to_vec()
+    }
+
+    #[test]
+    fn parses_forms() {
+        assert_eq!(p("message"), ["message"]);
+        assert_eq!(p("[a][b]"), ["a", "b"]);
+        assert_eq!(p("[field with space]"), ["field with space"]);
+        assert_eq!(p("@timestamp"), ["@timestamp"]);
+        assert!(FieldRef::parse("a[b]").is_err());
+        assert!(FieldRef::parse("[a").is_err());
+        assert!(FieldRef::parse("[a]b").is_err());
+        assert!(FieldRef::parse("").is_err());
+    }
+
+    #[test]
+    fn set_get_remove_nested() {
+        let mut m = Map::new();
+        set(&mut m, &p("[a][b][c]"), Value::Int(1));
+        assert_eq!(get(&m, &p("[a][b][c]")), Some(&Value::Int(1)));
+        set(&mut m, &p("[a][b][d]"), "x".into());
+        assert_eq!(remove(&mut m, &p("[a][b][c]")), Some(Value::Int(1)));
+        assert_eq!(get(&m, &p("[a][b][c]")), None);
+        assert_eq!(get(&m, &p("[a][b][d]")), Some(&"x".into()));
+    }
+
+    #[test]
+    fn arrays_are_indexed() {
+        let mut m = Map::new();
+        m.insert("tags".into(), Value::Array(vec!["a".into(), "b".into()]));
+        assert_eq!(get(&m, &p("[tags][1]")), Some(&"b".into()));
+        assert_eq!(get(&m, &p("[tags][-1]")), Some(&"b".into()));
+        assert_eq!(get(&m, &p("[tags][2]")), None);
+        set(&mut m, &p("[tags][0]"), "z".into());
+        assert_eq!(get(&m, &p("[tags][0]")), Some(&"z".into()));
+    }
+
+    #[test]
+    fn scalar_intermediate_becomes_object() {
+        let mut m = Map::new();
+        m.insert("a".into(), Value::Int(1));
+        set(&mut m, &p("[a][b]"), Value::Int(2));
+        assert_eq!(get(&m, &p("[a][b]")), Some(&Value::Int(2)));
+    }
+}

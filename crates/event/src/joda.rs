@@ -1,0 +1,218 @@
+//! Joda-Time style date patterns (`yyyy.MM.dd`, `dd/MMM/yyyy:HH:mm:ss Z`), compiled once and
+//! used by sprintf's `%{+FORMAT}` to format `@timestamp` in UTC, as Logstash does.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Datelike, Timelike, Utc};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Literal(String),
+    /// A pattern letter repeated `count` times.
+    Field(char, usize),
+}
+
+/// A compiled Joda pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JodaFormat {
+    tokens: Vec<Token>,
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+impl JodaFormat {
+    /// Compiles a pattern. ASCII letters are pattern fields, text in single quotes is literal
+    /// (`''` is a quote), everything else is literal.
+    pub fn compile(pattern: &str) -> JodaFormat {
+        let mut tokens = Vec::new();
+        let mut chars = pattern.chars().peekable();
+        let mut literal = String::new();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                if chars.peek() == Some(&'\'') {
+                    chars.next();
+                    literal.push('\'');
+                    continue;
+                }
+                while let Some(q) = chars.next() {
+                    if q == '\'' {
+                        if chars.peek() == Some(&'\'') {
+                            chars.next();
+                            literal.push('\'');
+                            continue;
+                        }
+                        break;
+                    }
+                    literal.push(q);
+                }
+            } else if c.is_ascii_alphabetic() {
+                if !literal.is_empty() {
+                    tokens.push(Token::Literal(std::mem::take(&mut literal)));
+                }
+                let mut count = 1;
+                while chars.peek() == Some(&c) {
+                    chars.next();
+                    count += 1;
+                }
+                tokens.push(Token::Field(c, count));
+            } else {
+                literal.push(c);
+            }
+        }
+        if !literal.is_empty() {
+            tokens.push(Token::Literal(literal));
+        }
+        JodaFormat { tokens }
+    }
+
+    /// Formats `dt` (UTC) into `out`.
+    pub fn format_into(&self, dt: &DateTime<Utc>, out: &mut String) {
+        for t in &self.tokens {
+            match t {
+                Token::Literal(s) => out.push_str(s),
+                Token::Field(c, n) => format_field(*c, *n, dt, out),
+            }
+        }
+    }
+
+    pub fn format(&self, dt: &DateTime<Utc>) -> String {
+        let mut s = String::new();
+        self.format_into(dt, &mut s);
+        s
+    }
+}
+
+fn num(out: &mut String, v: i64, width: usize) {
+    let _ = write!(out, "{v:0width$}");
+}
+
+fn text(out: &mut String, full: &str, n: usize) {
+    if n >= 4 {
+        out.push_str(full);
+    } else {
+        out.push_str(&full[..3]);
+    }
+}
+
+fn format_field(c: char, n: usize, dt: &DateTime<Utc>, out: &mut String) {
+    match c {
+        'y' | 'Y' | 'u' => {
+            let y = dt.year() as i64;
+            if n == 2 {
+                num(out, y.rem_euclid(100), 2)
+            } else {
+                num(out, y, n)
+            }
+        }
+        'x' => {
+            let y = dt.iso_week().year() as i64;
+            if n == 2 {
+                num(out, y.rem_euclid(100), 2)
+            } else {
+                num(out, y, n)
+            }
+        }
+        'w' => num(out, dt.iso_week().week() as i64, n),
+        'C' => num(out, dt.year() as i64 / 100, n),
+        'G' => out.push_str(if dt.year() > 0 { "AD" } else { "BC" }),
+        'M' if n >= 3 => text(out, MONTHS[dt.month0() as usize], n),
+        'M' => num(out, dt.month() as i64, n),
+        'd' => num(out, dt.day() as i64, n),
+        'D' => num(out, dt.ordinal() as i64, n),
+        'e' => num(out, dt.weekday().number_from_monday() as i64, n),
+        'E' => text(out, DAYS[dt.weekday().num_days_from_monday() as usize], n),
+        'a' => out.push_str(if dt.hour() < 12 { "AM" } else { "PM" }),
+        'H' => num(out, dt.hour() as i64, n),
+        'k' => num(out, if dt.hour() == 0 { 24 } else { dt.hour() as i64 }, n),
+        'K' => num(out, (dt.hour() % 12) as i64, n),
+        'h' => num(
+            out,
+            if dt.hour() % 12 == 0 {
+                12
+            } else {
+                (dt.hour() % 12) as i64
+            },
+            n,
+        ),
+        'm' => num(out, dt.minute() as i64, n),
+        's' => num(out, dt.second() as i64, n),
+        'S' => {
+            // Fraction of second: the first n digits of the millisecond value.
+            let ms = format!("{:03}", dt.timestamp_subsec_millis());
+            let mut digits: String = ms.chars().take(n).collect();
+            while digits.len() < n {
+                digits.push('0');
+            }
+            out.push_str(&digits);
+        }
+        'Z' => out.push_str(match n {
+            1 => "+0000",
+            2 => "+00:00",
+            _ => "UTC",
+        }),
+        'z' => out.push_str("UTC"),
+        other => {
+            for _ in 0..n {
+                out.push(other);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dt() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2013-02-04T05:06:07.089Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn common_patterns() {
+        assert_eq!(
+            JodaFormat::compile("yyyy.MM.dd").format(&dt()),
+            "2013.02.04"
+        );
+        assert_eq!(
+            JodaFormat::compile("YYYY.MM.dd").format(&dt()),
+            "2013.02.04"
+        );
+        assert_eq!(
+            JodaFormat::compile("dd/MMM/yyyy:HH:mm:ss Z").format(&dt()),
+            "04/Feb/2013:05:06:07 +0000"
+        );
+        assert_eq!(
+            JodaFormat::compile("yyyy-MM-dd'T'HH:mm:ss.SSS").format(&dt()),
+            "2013-02-04T05:06:07.089"
+        );
+        assert_eq!(
+            JodaFormat::compile("EEE, MMMM d yy").format(&dt()),
+            "Mon, February 4 13"
+        );
+        assert_eq!(JodaFormat::compile("'it''s' HH").format(&dt()), "it's 05");
+    }
+}

@@ -1,0 +1,176 @@
+//! JSON for values and events (serde). `@timestamp` is written as an ISO-8601 string;
+//! `@metadata` is never written. Parsing goes straight into [`Value`] without an
+//! intermediate `serde_json::Value`.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+
+use crate::event::Event;
+use crate::value::{Map, Value};
+
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::Float(f) => s.serialize_f64(*f),
+            Value::String(v) => s.serialize_str(v),
+            Value::Timestamp(t) => s.serialize_str(&t.to_iso8601()),
+            Value::Array(a) => {
+                let mut seq = s.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Value::Object(m) => serialize_map(m, s),
+        }
+    }
+}
+
+fn serialize_map<S: Serializer>(m: &Map, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(m.len()))?;
+    for (k, v) in m {
+        map.serialize_entry(k, v)?;
+    }
+    map.end()
+}
+
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_map(self.fields(), s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(i64::try_from(v)
+            .map(Value::Int)
+            .unwrap_or(Value::Float(v as f64)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::Float(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(v) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some((k, v)) = access.next_entry::<String, Value>()? {
+            m.insert(k, v);
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+/// JSON text of a value.
+pub fn to_string(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// Appends the event's JSON (without `@metadata`) to `out`.
+pub fn write_event(e: &Event, out: &mut Vec<u8>) {
+    // Writing into a Vec cannot fail, and every Value serialises.
+    let _ = serde_json::to_writer(&mut *out, e);
+}
+
+pub fn event_to_string(e: &Event) -> String {
+    serde_json::to_string(e).unwrap_or_default()
+}
+
+/// Parses JSON text into a value.
+pub fn parse(bytes: &[u8]) -> Result<Value, de::value::Error> {
+    serde_json::from_slice(bytes).map_err(|e| de::Error::custom(e.to_string()))
+}
+
+impl From<serde_json::Value> for Value {
+    fn from(v: serde_json::Value) -> Self {
+        match v {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_json::Value::String(s) => Value::String(s),
+            serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
+            serde_json::Value::Object(o) => {
+                Value::Object(o.into_iter().map(|(k, v)| (k, v.into())).collect())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timestamp::Timestamp;
+
+    #[test]
+    fn event_json_round_trip() {
+        let mut e = Event::with_message("hello \"world\"");
+        e.set_timestamp(Timestamp::from_millis(1_600_000_000_123));
+        e.set(
+            &crate::FieldRef::parse("[@metadata][x]").unwrap(),
+            "hidden".into(),
+        );
+        let text = event_to_string(&e);
+        assert!(
+            text.contains(r#""@timestamp":"2020-09-13T12:26:40.123Z""#),
+            "{text}"
+        );
+        assert!(!text.contains("hidden"));
+        let Value::Object(m) = parse(text.as_bytes()).unwrap() else {
+            panic!("not an object")
+        };
+        let back = Event::from_map(m);
+        assert_eq!(back.timestamp(), e.timestamp());
+        assert_eq!(back.get_field("message"), e.get_field("message"));
+    }
+
+    #[test]
+    fn numbers_keep_their_kind() {
+        assert_eq!(parse(b"1").unwrap(), Value::Int(1));
+        assert_eq!(parse(b"1.5").unwrap(), Value::Float(1.5));
+        assert_eq!(to_string(&Value::Float(2.0)), "2.0");
+        assert!(parse(b"{bad").is_err());
+    }
+}

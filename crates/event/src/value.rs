@@ -1,0 +1,191 @@
+//! [`Value`]: the JSON-like tree an event is made of, plus a timestamp variant so that
+//! `@timestamp` keeps millisecond precision and its type through filters and the queue.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::timestamp::Timestamp;
+
+/// An object's fields. Ordered by key, so output (rubydebug, JSON) is deterministic.
+pub type Map = BTreeMap<String, Value>;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Value {
+    #[default]
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    String(String),
+    Timestamp(Timestamp),
+    Array(Vec<Value>),
+    Object(Map),
+}
+
+impl Value {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The number this value holds, if it is an integer or a float.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// Logstash truthiness in conditionals: present, not null and not `false`.
+    pub fn is_truthy(&self) -> bool {
+        !matches!(self, Value::Null | Value::Bool(false))
+    }
+
+    /// The name of this value's type, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "integer",
+            Value::Float(_) => "float",
+            Value::String(_) => "string",
+            Value::Timestamp(_) => "timestamp",
+            Value::Array(_) => "array",
+            Value::Object(_) => "hash",
+        }
+    }
+
+    /// Appends the string form Logstash's sprintf uses: strings as-is, numbers in Ruby's
+    /// notation, arrays joined with `,`, hashes as JSON, null as nothing.
+    pub fn write_display(&self, out: &mut String) {
+        match self {
+            Value::Null => {}
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Float(f) => write_float(*f, out),
+            Value::String(s) => out.push_str(s),
+            Value::Timestamp(t) => t.write_iso8601(out),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write_display(out);
+                }
+            }
+            Value::Object(_) => out.push_str(&crate::json::to_string(self)),
+        }
+    }
+
+    /// The string form of [`Value::write_display`], allocated.
+    pub fn to_display_string(&self) -> String {
+        match self {
+            Value::String(s) => s.clone(),
+            _ => {
+                let mut s = String::new();
+                self.write_display(&mut s);
+                s
+            }
+        }
+    }
+}
+
+/// Writes a float the way Ruby's `Float#to_s` does for ordinary values: always with a
+/// fractional part (`1.0`, `0.5`, `12345.678`).
+pub fn write_float(f: f64, out: &mut String) {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e16 {
+        let _ = write!(out, "{f:.1}");
+    } else {
+        let _ = write!(out, "{f}");
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::String(s.to_owned())
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Self {
+        Value::String(s)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(i: i64) -> Self {
+        Value::Int(i)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(f: f64) -> Self {
+        Value::Float(f)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+
+impl From<Timestamp> for Value {
+    fn from(t: Timestamp) -> Self {
+        Value::Timestamp(t)
+    }
+}
+
+impl From<Map> for Value {
+    fn from(m: Map) -> Self {
+        Value::Object(m)
+    }
+}
+
+impl From<Vec<Value>> for Value {
+    fn from(v: Vec<Value>) -> Self {
+        Value::Array(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_forms_follow_ruby() {
+        assert_eq!(Value::Float(1.0).to_display_string(), "1.0");
+        assert_eq!(Value::Float(0.25).to_display_string(), "0.25");
+        assert_eq!(Value::Int(-3).to_display_string(), "-3");
+        let arr = Value::Array(vec!["a".into(), Value::Int(1)]);
+        assert_eq!(arr.to_display_string(), "a,1");
+        assert_eq!(Value::Null.to_display_string(), "");
+    }
+
+    #[test]
+    fn truthiness() {
+        assert!(!Value::Null.is_truthy());
+        assert!(!Value::Bool(false).is_truthy());
+        assert!(Value::String(String::new()).is_truthy());
+        assert!(Value::Int(0).is_truthy());
+    }
+}
