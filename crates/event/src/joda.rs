@@ -147,15 +147,10 @@ fn format_field(c: char, n: usize, dt: &DateTime<Utc>, out: &mut String) {
         'H' => num(out, dt.hour() as i64, n),
         'k' => num(out, if dt.hour() == 0 { 24 } else { dt.hour() as i64 }, n),
         'K' => num(out, (dt.hour() % 12) as i64, n),
-        'h' => num(
-            out,
-            if dt.hour() % 12 == 0 {
-                12
-            } else {
-                (dt.hour() % 12) as i64
-            },
-            n,
-        ),
+        'h' => {
+            let h = (dt.hour() % 12) as i64;
+            num(out, if h == 0 { 12 } else { h }, n)
+        }
         'm' => num(out, dt.minute() as i64, n),
         's' => num(out, dt.second() as i64, n),
         'S' => {
