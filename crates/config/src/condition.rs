@@ -46,7 +46,7 @@ impl BoolOp {
 
 const OPERATOR_LABEL: &str = "a comparison operator (==, !=, <, >, <=, >=, =~, !~, in, not in)";
 const BOOLEAN_LABEL: &str = "a boolean operator (and, or, xor, nand)";
-const OPERAND_LABEL: &str = "a condition (a [field], string, number, array, /regex/, ! or ()";
+const OPERAND_LABEL: &str = "a condition operand ([field], \"string\", number, [list], /regex/)";
 
 impl Parser<'_> {
     /// `if (cs else_if)* (cs else)?`
@@ -290,14 +290,20 @@ impl Parser<'_> {
                 // The grammar's method_call: `name(args)`. Logstash parses but cannot compile
                 // it; anything else starting with a letter is not an operand at all.
                 let mut p = start;
-                while self.c.b.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+                while self
+                    .c
+                    .b
+                    .get(p)
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                {
                     p += 1;
                 }
                 let name = &self.c.src[start..p];
                 self.c.pos = p;
                 self.c.cs();
                 if p - start >= 2 && self.c.peek() == Some(b'(') {
-                    let msg = format!("method calls such as {name}(...) are not supported in conditions");
+                    let msg =
+                        format!("method calls such as {name}(...) are not supported in conditions");
                     return Err(self.c.special(start, start, msg));
                 }
                 self.c.pos = start;
@@ -316,7 +322,11 @@ impl Parser<'_> {
                 break;
             }
             let content = self.c.pos;
-            while self.c.peek().is_some_and(|b| !matches!(b, b'[' | b']' | b',')) {
+            while self
+                .c
+                .peek()
+                .is_some_and(|b| !matches!(b, b'[' | b']' | b','))
+            {
                 self.c.pos += 1;
             }
             if self.c.pos == content || self.c.peek() != Some(b']') {
@@ -384,7 +394,9 @@ fn join(exprs: Vec<Expr>, ops: Vec<BoolOp>) -> Expr {
     let mut out = Vec::new();
     let mut stack: Vec<BoolOp> = Vec::new();
     let mut exprs = exprs.into_iter();
-    out.push(Item::E(exprs.next().expect("a condition has an expression")));
+    out.push(Item::E(
+        exprs.next().expect("a condition has an expression"),
+    ));
     for (op, e) in ops.into_iter().zip(exprs) {
         if let Some(&last) = stack.last() {
             if last.precedence() > op.precedence() {

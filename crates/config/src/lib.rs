@@ -20,6 +20,7 @@ mod merge;
 mod parser;
 
 pub use ast::*;
+pub use env::substitute_vars;
 pub use error::{LoadError, ParseError};
 pub use load::load_path;
 

@@ -69,7 +69,15 @@ impl<'a> Parser<'a> {
             .expect("{", Some(format!("after \"{}\"", kind.as_str())))?;
         self.c.cs();
         let body = self.statements()?;
-        self.c.expect("}", None)?;
+        if !self.c.eat("}") {
+            let label = format!(
+                "\"}}\" (closing \"{}\" at {}:{})",
+                kind.as_str(),
+                span.line,
+                span.column
+            );
+            return Err(self.c.expected(label, None));
+        }
         Ok(Section {
             kind,
             span,
@@ -103,8 +111,10 @@ impl<'a> Parser<'a> {
                 return Ok(Statement::If(b));
             }
             self.c.pos = save;
+        } else {
+            self.c.expected("\"if\"", None);
         }
-        self.plugin("a plugin name, \"if\" or \"}\"").map(Statement::Plugin)
+        self.plugin("a plugin name").map(Statement::Plugin)
     }
 
     /// `name cs "{" cs (attribute (whitespace cs attribute)*)? cs "}"`
@@ -143,7 +153,10 @@ impl<'a> Parser<'a> {
             Err(Fail) => self.c.pos = save,
         }
         self.c.cs();
-        self.c.expect("}", None)?;
+        if !self.c.eat("}") {
+            let label = format!("\"}}\" (closing {name:?} at {}:{})", span.line, span.column);
+            return Err(self.c.expected(label, None));
+        }
         Ok(Plugin {
             name,
             span,
@@ -188,10 +201,18 @@ impl<'a> Parser<'a> {
         self.c.pos = start;
         match self.c.peek() {
             Some(b) if b.is_ascii_alphabetic() || b == b'_' => {
-                if self.c.peek_at(1).is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                if self
+                    .c
+                    .peek_at(1)
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
                     let start = self.c.pos;
                     self.c.pos += 1;
-                    while self.c.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                    while self
+                        .c
+                        .peek()
+                        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    {
                         self.c.pos += 1;
                     }
                     return Ok(Value::Bareword(self.c.src[start..self.c.pos].to_string()));
@@ -235,12 +256,8 @@ impl<'a> Parser<'a> {
         loop {
             match self.c.b.get(p) {
                 None => {
-                    let what = if q == b'"' { "double" } else { "single" };
                     let at = self.c.span_at(start);
-                    let msg = format!(
-                        "unterminated {what}-quoted string starting at {}:{}",
-                        at.line, at.column
-                    );
+                    let msg = format!("unterminated string starting at {}:{}", at.line, at.column);
                     return Err(self.c.special(self.c.b.len(), start, msg));
                 }
                 Some(b'\\') if self.c.b.get(p + 1) == Some(&q) => p += 2,
@@ -385,10 +402,18 @@ impl<'a> Parser<'a> {
                 Number::Int(i) => i.to_string(),
                 Number::Float(f) => f.to_string(),
             },
-            Some(b) if (b.is_ascii_alphabetic() || b == b'_')
-                && self.c.peek_at(1).is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            Some(b)
+                if (b.is_ascii_alphabetic() || b == b'_')
+                    && self
+                        .c
+                        .peek_at(1)
+                        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') =>
             {
-                while self.c.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                while self
+                    .c
+                    .peek()
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
                     self.c.pos += 1;
                 }
                 self.c.src[start..self.c.pos].to_string()
@@ -403,7 +428,8 @@ impl<'a> Parser<'a> {
         } else {
             format!("{raw_key:?}")
         };
-        self.c.expect("=>", Some(format!("after hash key {shown}")))?;
+        self.c
+            .expect("=>", Some(format!("after hash key {shown}")))?;
         self.c.cs();
         let value = self.value()?;
         Ok(HashEntry {
