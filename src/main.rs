@@ -1,1 +1,31 @@
-fn main() {}
+//! The `sluice` binary: command line, logging, signals and the process lifecycle.
+//!
+//! `sluice -f pipeline.conf` (or `-e '...'`) loads the config, builds every plugin (so a bad
+//! option fails before anything runs), starts the pipeline and runs until its inputs finish or
+//! a signal arrives; then it drains the queue and exits 0. `sluice config parse` prints the
+//! parsed config as JSON; `-t` checks a config and exits.
+
+mod cli;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    run::init_logging(args.log_level.as_deref());
+    let result = match &args.command {
+        Some(cli::Command::Config {
+            action: cli::ConfigAction::Parse(src),
+        }) => run::config_parse(src),
+        None => run::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}

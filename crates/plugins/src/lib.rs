@@ -1,1 +1,37 @@
-//! sluice-plugins (placeholder)
+//! Sluice's plugins, one file each, and [`registry`], the one table that names them.
+//!
+//! Inputs produce batches of events through their codec; filters change events one at a time
+//! inside a worker; outputs receive whole batches; codecs turn bytes into events and back.
+//! Each plugin reads its options through `sluice_pipeline::Options`, so an unknown option or a
+//! wrong type is a config error with its file, line and column.
+
+pub mod codecs;
+pub mod ecs;
+pub mod field;
+pub mod filters;
+pub mod inputs;
+pub mod outputs;
+
+use sluice_pipeline::Registry;
+
+/// Every plugin sluice ships, by name. Adding a plugin is one file and one line here.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.add_input("stdin", inputs::stdin::build);
+    r.add_input("generator", inputs::generator::build);
+
+    r.add_filter("mutate", filters::mutate::build);
+    r.add_filter("drop", filters::drop::build);
+
+    r.add_output("stdout", outputs::stdout::build);
+    r.add_output("file", outputs::file::build);
+    r.add_output("null", outputs::null::build);
+
+    r.add_codec("line", codecs::line::build);
+    r.add_codec("plain", codecs::plain::build);
+    r.add_codec("json", codecs::json::build);
+    r.add_codec("json_lines", codecs::json_lines::build);
+    r.add_codec("rubydebug", codecs::rubydebug::build);
+    r.add_codec("dots", codecs::dots::build);
+    r
+}

@@ -1,0 +1,277 @@
+//! Compiling a parsed config into the pipeline graph, and running batches through it.
+//!
+//! Filters and outputs become trees of plugin indexes and compiled [`Condition`]s. A worker
+//! runs a whole batch through each filter in turn; at a conditional the batch is split into
+//! one sub-batch per branch (only when events actually diverge), each branch runs on its
+//! sub-batch, and the results are merged back in the original order, with events created by
+//! filters (clone, split) after them. Outputs get, per batch, the list of events that reached
+//! them through the output section's conditionals.
+
+use std::sync::Arc;
+
+use sluice_config::{Config, SectionKind, Span, Statement};
+use sluice_event::Event;
+
+use crate::condition::Condition;
+use crate::options::{error_at, ConfigError};
+use crate::plugin::Filter;
+use crate::registry::{BuiltFilter, BuiltInput, BuiltOutput, FilterCommon, Registry};
+
+#[derive(Debug)]
+pub enum Node {
+    /// A plugin, by index into the pipeline's filters or outputs.
+    Plugin(usize),
+    If {
+        branches: Vec<(Condition, Vec<Node>)>,
+        otherwise: Vec<Node>,
+    },
+}
+
+/// A config turned into plugins and trees.
+pub struct Compiled {
+    pub inputs: Vec<BuiltInput>,
+    pub filters: Vec<BuiltFilter>,
+    pub filter_tree: Vec<Node>,
+    pub outputs: Vec<BuiltOutput>,
+    pub output_tree: Vec<Node>,
+}
+
+struct Builder<'a> {
+    /// The file of the section being compiled, for error messages.
+    source: &'a str,
+    registry: &'a Registry,
+    compiled: Compiled,
+}
+
+impl Builder<'_> {
+    fn statements(
+        &mut self,
+        kind: SectionKind,
+        span: Span,
+        body: &[Statement],
+    ) -> Result<Vec<Node>, ConfigError> {
+        let mut nodes = Vec::with_capacity(body.len());
+        for st in body {
+            match st {
+                Statement::Plugin(p) => match kind {
+                    SectionKind::Input => {
+                        let built = self.registry.build_input(self.source, p)?;
+                        self.compiled.inputs.push(built);
+                    }
+                    SectionKind::Filter => {
+                        let built = self.registry.build_filter(self.source, p)?;
+                        self.compiled.filters.push(built);
+                        nodes.push(Node::Plugin(self.compiled.filters.len() - 1));
+                    }
+                    SectionKind::Output => {
+                        let built = self.registry.build_output(self.source, p)?;
+                        self.compiled.outputs.push(built);
+                        nodes.push(Node::Plugin(self.compiled.outputs.len() - 1));
+                    }
+                },
+                Statement::If(stmt) => {
+                    if kind == SectionKind::Input {
+                        let span = stmt.branches.first().map_or(span, |b| b.span);
+                        return Err(error_at(
+                            self.source,
+                            span,
+                            "conditionals are not allowed in the input section",
+                        ));
+                    }
+                    let mut branches = Vec::with_capacity(stmt.branches.len());
+                    for b in &stmt.branches {
+                        let cond = Condition::compile(self.source, b.span, &b.condition)?;
+                        branches.push((cond, self.statements(kind, b.span, &b.body)?));
+                    }
+                    let otherwise = match &stmt.else_body {
+                        Some(body) => self.statements(kind, span, body)?,
+                        None => Vec::new(),
+                    };
+                    nodes.push(Node::If {
+                        branches,
+                        otherwise,
+                    });
+                }
+            }
+        }
+        Ok(nodes)
+    }
+}
+
+/// Builds every plugin of `config` and the filter and output trees.
+pub fn compile(config: &Config, registry: &Registry) -> Result<Compiled, ConfigError> {
+    let mut b = Builder {
+        source: "",
+        registry,
+        compiled: Compiled {
+            inputs: Vec::new(),
+            filters: Vec::new(),
+            filter_tree: Vec::new(),
+            outputs: Vec::new(),
+            output_tree: Vec::new(),
+        },
+    };
+    for section in &config.sections {
+        b.source = &section.source;
+        let nodes = b.statements(section.kind, section.span, &section.body)?;
+        match section.kind {
+            SectionKind::Input => {}
+            SectionKind::Filter => b.compiled.filter_tree.extend(nodes),
+            SectionKind::Output => b.compiled.output_tree.extend(nodes),
+        }
+    }
+    Ok(b.compiled)
+}
+
+/// One worker's filters: its own instance of every filter, and the shared tree.
+pub struct FilterChain {
+    filters: Vec<(Box<dyn Filter>, Arc<FilterCommon>)>,
+    tree: Arc<Vec<Node>>,
+    emitted: Vec<Event>,
+}
+
+impl FilterChain {
+    pub fn new(filters: Vec<(Box<dyn Filter>, Arc<FilterCommon>)>, tree: Arc<Vec<Node>>) -> Self {
+        FilterChain {
+            filters,
+            tree,
+            emitted: Vec::new(),
+        }
+    }
+
+    /// Runs a batch through the filters. Dropped events stay in place, cancelled.
+    pub fn run(&mut self, events: &mut Vec<Event>) {
+        let tree = Arc::clone(&self.tree);
+        self.nodes(&tree, events);
+    }
+
+    /// Flushes filters that hold events back and runs what they release through the filters
+    /// that follow them (the whole chain, for simplicity: such filters are rare).
+    pub fn flush(&mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        for (f, _) in &mut self.filters {
+            f.flush(&mut out);
+        }
+        out
+    }
+
+    fn nodes(&mut self, nodes: &[Node], events: &mut Vec<Event>) {
+        for node in nodes {
+            match node {
+                Node::Plugin(i) => self.filter(*i, events),
+                Node::If {
+                    branches,
+                    otherwise,
+                } => self.branch(branches, otherwise, events),
+            }
+        }
+    }
+
+    fn filter(&mut self, i: usize, events: &mut Vec<Event>) {
+        let (filter, common) = &mut self.filters[i];
+        let mut emitted = std::mem::take(&mut self.emitted);
+        for e in events.iter_mut() {
+            if e.is_cancelled() {
+                continue;
+            }
+            let first_new = emitted.len();
+            if filter.filter(e, &mut emitted) && !common.is_empty() {
+                common.apply(e);
+                for n in &mut emitted[first_new..] {
+                    common.apply(n);
+                }
+            }
+        }
+        events.append(&mut emitted);
+        self.emitted = emitted;
+    }
+
+    fn branch(
+        &mut self,
+        branches: &[(Condition, Vec<Node>)],
+        otherwise: &[Node],
+        events: &mut Vec<Event>,
+    ) {
+        const SKIP: usize = usize::MAX;
+        let which: Vec<usize> = events
+            .iter()
+            .map(|e| {
+                if e.is_cancelled() {
+                    SKIP
+                } else {
+                    branches
+                        .iter()
+                        .position(|(c, _)| c.eval(e))
+                        .unwrap_or(branches.len())
+                }
+            })
+            .collect();
+        let body = |b: usize| {
+            if b < branches.len() {
+                &branches[b].1[..]
+            } else {
+                otherwise
+            }
+        };
+        let mut live = which.iter().copied().filter(|&w| w != SKIP);
+        let Some(first) = live.next() else { return };
+        if live.all(|w| w == first) {
+            // Every live event takes the same branch: run it on the batch as it is.
+            self.nodes(body(first), events);
+            return;
+        }
+        let mut buckets: Vec<Vec<Event>> = (0..=branches.len()).map(|_| Vec::new()).collect();
+        let mut skipped = Vec::new();
+        for (e, &w) in std::mem::take(events).into_iter().zip(&which) {
+            if w == SKIP {
+                skipped.push(e);
+            } else {
+                buckets[w].push(e);
+            }
+        }
+        for (b, bucket) in buckets.iter_mut().enumerate() {
+            if !bucket.is_empty() {
+                self.nodes(body(b), bucket);
+            }
+        }
+        // Merge back in the original order; filters only append, so each bucket's first
+        // entries are its original events in order, and the rest are new ones.
+        let mut iters: Vec<_> = buckets.into_iter().map(|b| b.into_iter()).collect();
+        let mut skipped = skipped.into_iter();
+        for &w in &which {
+            let next = if w == SKIP {
+                skipped.next()
+            } else {
+                iters[w].next()
+            };
+            events.extend(next);
+        }
+        for it in iters {
+            events.extend(it);
+        }
+    }
+}
+
+/// Collects, for each output, the events of a batch that reach it.
+pub fn route<'e>(tree: &[Node], events: &'e [Event], per_output: &mut [Vec<&'e Event>]) {
+    for e in events {
+        if !e.is_cancelled() {
+            route_one(tree, e, per_output);
+        }
+    }
+}
+
+fn route_one<'e>(nodes: &[Node], e: &'e Event, per_output: &mut [Vec<&'e Event>]) {
+    for node in nodes {
+        match node {
+            Node::Plugin(i) => per_output[*i].push(e),
+            Node::If {
+                branches,
+                otherwise,
+            } => match branches.iter().find(|(c, _)| c.eval(e)) {
+                Some((_, body)) => route_one(body, e, per_output),
+                None => route_one(otherwise, e, per_output),
+            },
+        }
+    }
+}

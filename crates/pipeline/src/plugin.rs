@@ -1,0 +1,165 @@
+//! The contracts between the runtime and plugins.
+//!
+//! - [`Input`]: runs on its own thread until its source ends or [`InputContext::is_stopping`];
+//!   pushes whole batches through [`InputContext::push`], which blocks while the queue is full.
+//! - [`Filter`]: one instance per worker (so no locks on the hot path); sees one event at a time
+//!   and says whether it "matched", which is when the common options (`add_field`, `add_tag`,
+//!   `remove_field`, `remove_tag`) apply. New events go into `emit` and flow through the rest of
+//!   the filters. A filter never panics on bad data: it tags the event.
+//! - [`Output`]: shared by all workers; gets every event of a batch that reached it and returns
+//!   only when they are handed on (an error makes the worker retry the batch with back-off).
+//! - [`Codec`]: bytes to events and back; one instance per input/output thread.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use sluice_event::{Event, FieldRef, Template, Value};
+
+use crate::queue::EventQueue;
+
+pub trait Filter: Send {
+    /// Processes one event. Returns `true` when the filter did its job on it (Logstash's
+    /// `filter_matched`), `false` when it failed or did not apply.
+    fn filter(&mut self, event: &mut Event, emit: &mut Vec<Event>) -> bool;
+
+    /// A fresh instance for another worker.
+    fn clone_box(&self) -> Box<dyn Filter>;
+
+    /// Called when the pipeline shuts down, for filters that hold events back.
+    fn flush(&mut self, _emit: &mut Vec<Event>) {}
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputError {
+    pub message: String,
+    /// Whether trying the same batch again can succeed.
+    pub retryable: bool,
+}
+
+impl OutputError {
+    pub fn retryable(message: impl Into<String>) -> Self {
+        OutputError {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+}
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+pub trait Output: Send + Sync {
+    /// Hands on a batch's events. Called concurrently by several workers.
+    fn write(&self, events: &[&Event]) -> Result<(), OutputError>;
+
+    /// Flushes and releases resources at shutdown.
+    fn close(&self) -> Result<(), OutputError> {
+        Ok(())
+    }
+}
+
+pub trait Codec: Send {
+    /// Decodes a chunk of bytes; incomplete trailing data is kept for the next call.
+    fn decode(&mut self, data: &[u8], out: &mut Vec<Event>);
+
+    /// Decodes whatever is buffered, at end of input.
+    fn flush(&mut self, _out: &mut Vec<Event>) {}
+
+    /// Appends the encoded event to `out`.
+    fn encode(&mut self, event: &Event, out: &mut Vec<u8>);
+
+    fn clone_box(&self) -> Box<dyn Codec>;
+}
+
+pub trait Input: Send {
+    /// Produces events until the source is exhausted or the pipeline stops.
+    fn run(&mut self, ctx: &InputContext) -> Result<(), String>;
+}
+
+/// The common options every input has (`type`, `tags`, `add_field`), applied to every event
+/// it produces before the event is queued.
+#[derive(Debug, Clone, Default)]
+pub struct InputDecoration {
+    pub type_name: Option<String>,
+    pub tags: Vec<String>,
+    pub add_field: Vec<(Template, Template)>,
+}
+
+impl InputDecoration {
+    pub fn is_empty(&self) -> bool {
+        self.type_name.is_none() && self.tags.is_empty() && self.add_field.is_empty()
+    }
+
+    pub fn apply(&self, event: &mut Event) {
+        if let Some(t) = &self.type_name {
+            if event.get_field("type").is_none() {
+                event.set_field("type", Value::String(t.clone()));
+            }
+        }
+        for tag in &self.tags {
+            event.add_tag(tag);
+        }
+        for (k, v) in &self.add_field {
+            let key = k.render(event);
+            let value = Value::String(v.render(event));
+            if let Ok(r) = FieldRef::parse(&key) {
+                if event.get(&r).is_none() {
+                    event.set(&r, value);
+                }
+            }
+        }
+    }
+}
+
+/// The queue has stopped accepting events; the input should return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped;
+
+/// What an input gets: a way to queue events and to know when to stop.
+pub struct InputContext {
+    queue: Arc<dyn EventQueue>,
+    decoration: InputDecoration,
+    stopping: Arc<AtomicBool>,
+    metrics: Arc<crate::metrics::PipelineMetrics>,
+}
+
+impl InputContext {
+    pub(crate) fn new(
+        queue: Arc<dyn EventQueue>,
+        decoration: InputDecoration,
+        stopping: Arc<AtomicBool>,
+        metrics: Arc<crate::metrics::PipelineMetrics>,
+    ) -> Self {
+        InputContext {
+            queue,
+            decoration,
+            stopping,
+            metrics,
+        }
+    }
+
+    /// Queues a batch, blocking while the queue is full.
+    pub fn push(&self, mut batch: Vec<Event>) -> Result<(), Stopped> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if !self.decoration.is_empty() {
+            for e in &mut batch {
+                self.decoration.apply(e);
+            }
+        }
+        let n = batch.len() as u64;
+        let started = std::time::Instant::now();
+        let result = self.queue.push(batch);
+        self.metrics.record_push(n, started.elapsed());
+        result
+    }
+
+    /// True once the pipeline is shutting down: finish the current batch and return.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+}

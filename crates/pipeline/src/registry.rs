@@ -1,0 +1,211 @@
+//! The plugin registry: plugin name → constructor, one table per kind. The plugins crate fills
+//! it; the compiler looks names up here and builds each plugin from its options, after taking
+//! out the options every plugin of that kind shares.
+
+use sluice_config::Plugin;
+use sluice_event::{FieldRef, Template};
+
+use crate::options::{error_at, ConfigError, Options, PluginKind};
+use crate::plugin::{Codec, Filter, Input, InputDecoration, Output};
+
+pub type InputCtor = fn(&mut Options) -> Result<Box<dyn Input>, ConfigError>;
+pub type FilterCtor = fn(&mut Options) -> Result<Box<dyn Filter>, ConfigError>;
+pub type OutputCtor = fn(&mut Options) -> Result<Box<dyn Output>, ConfigError>;
+pub type CodecCtor = fn(&mut Options) -> Result<Box<dyn Codec>, ConfigError>;
+
+#[derive(Default)]
+pub struct Registry {
+    inputs: Vec<(&'static str, InputCtor)>,
+    filters: Vec<(&'static str, FilterCtor)>,
+    outputs: Vec<(&'static str, OutputCtor)>,
+    codecs: Vec<(&'static str, CodecCtor)>,
+}
+
+/// Options every filter has, applied when the filter reports a match (Logstash's
+/// `filter_matched`): add_field, remove_field, add_tag, remove_tag, in that order.
+#[derive(Debug, Clone, Default)]
+pub struct FilterCommon {
+    pub add_field: Vec<(Template, Template)>,
+    pub remove_field: Vec<Template>,
+    pub add_tag: Vec<Template>,
+    pub remove_tag: Vec<Template>,
+}
+
+impl FilterCommon {
+    pub fn is_empty(&self) -> bool {
+        self.add_field.is_empty()
+            && self.remove_field.is_empty()
+            && self.add_tag.is_empty()
+            && self.remove_tag.is_empty()
+    }
+
+    pub fn apply(&self, event: &mut sluice_event::Event) {
+        use sluice_event::Value;
+        for (k, v) in &self.add_field {
+            let Ok(field) = FieldRef::parse(&k.render(event)) else {
+                continue;
+            };
+            let value = Value::String(v.render(event));
+            match event.get_mut(&field) {
+                None => event.set(&field, value),
+                Some(Value::Array(a)) => a.push(value),
+                Some(existing) => {
+                    let old = std::mem::take(existing);
+                    *existing = Value::Array(vec![old, value]);
+                }
+            }
+        }
+        for f in &self.remove_field {
+            if let Ok(field) = FieldRef::parse(&f.render(event)) {
+                event.remove(&field);
+            }
+        }
+        for t in &self.add_tag {
+            let tag = t.render(event);
+            event.add_tag(&tag);
+        }
+        for t in &self.remove_tag {
+            let tag = t.render(event);
+            event.remove_tag(&tag);
+        }
+    }
+}
+
+pub struct BuiltFilter {
+    pub id: String,
+    pub filter: Box<dyn Filter>,
+    pub common: FilterCommon,
+}
+
+pub struct BuiltInput {
+    pub id: String,
+    pub input: Box<dyn Input>,
+    pub decoration: InputDecoration,
+}
+
+pub struct BuiltOutput {
+    pub id: String,
+    pub output: Box<dyn Output>,
+}
+
+fn templates(list: Option<Vec<String>>) -> Vec<Template> {
+    list.unwrap_or_default()
+        .iter()
+        .map(|s| Template::parse(s))
+        .collect()
+}
+
+fn template_pairs(list: Option<Vec<(String, String)>>) -> Vec<(Template, Template)> {
+    list.unwrap_or_default()
+        .iter()
+        .map(|(k, v)| (Template::parse(k), Template::parse(v)))
+        .collect()
+}
+
+fn find<T: Copy>(table: &[(&'static str, T)], name: &str) -> Option<T> {
+    table.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    pub fn add_input(&mut self, name: &'static str, ctor: InputCtor) {
+        self.inputs.push((name, ctor));
+    }
+    pub fn add_filter(&mut self, name: &'static str, ctor: FilterCtor) {
+        self.filters.push((name, ctor));
+    }
+    pub fn add_output(&mut self, name: &'static str, ctor: OutputCtor) {
+        self.outputs.push((name, ctor));
+    }
+    pub fn add_codec(&mut self, name: &'static str, ctor: CodecCtor) {
+        self.codecs.push((name, ctor));
+    }
+
+    /// Names of the registered plugins of a kind, for messages and `--help`.
+    pub fn names(&self, kind: PluginKind) -> Vec<&'static str> {
+        match kind {
+            PluginKind::Input => self.inputs.iter().map(|e| e.0).collect(),
+            PluginKind::Filter => self.filters.iter().map(|e| e.0).collect(),
+            PluginKind::Output => self.outputs.iter().map(|e| e.0).collect(),
+            PluginKind::Codec => self.codecs.iter().map(|e| e.0).collect(),
+        }
+    }
+
+    fn unknown(&self, source: &str, p: &Plugin, kind: PluginKind) -> ConfigError {
+        error_at(
+            source,
+            p.span,
+            format!(
+                "unknown {} plugin {:?} (available: {})",
+                kind.as_str(),
+                p.name,
+                self.names(kind).join(", ")
+            ),
+        )
+    }
+
+    fn id(opts: &mut Options, p: &Plugin) -> Result<String, ConfigError> {
+        let id = opts.string("id")?;
+        opts.boolean("enable_metric")?;
+        Ok(id.unwrap_or_else(|| format!("{}@{}:{}", p.name, p.span.line, p.span.column)))
+    }
+
+    pub fn build_input(&self, source: &str, p: &Plugin) -> Result<BuiltInput, ConfigError> {
+        let ctor = find(&self.inputs, &p.name)
+            .ok_or_else(|| self.unknown(source, p, PluginKind::Input))?;
+        let mut opts = Options::new(source, p, PluginKind::Input, self)?;
+        let id = Self::id(&mut opts, p)?;
+        let decoration = InputDecoration {
+            type_name: opts.string("type")?,
+            tags: opts.string_list("tags")?.unwrap_or_default(),
+            add_field: template_pairs(opts.string_hash("add_field")?),
+        };
+        let input = ctor(&mut opts)?;
+        opts.finish()?;
+        Ok(BuiltInput {
+            id,
+            input,
+            decoration,
+        })
+    }
+
+    pub fn build_filter(&self, source: &str, p: &Plugin) -> Result<BuiltFilter, ConfigError> {
+        let ctor = find(&self.filters, &p.name)
+            .ok_or_else(|| self.unknown(source, p, PluginKind::Filter))?;
+        let mut opts = Options::new(source, p, PluginKind::Filter, self)?;
+        let id = Self::id(&mut opts, p)?;
+        opts.boolean("periodic_flush")?;
+        let common = FilterCommon {
+            add_field: template_pairs(opts.string_hash("add_field")?),
+            remove_field: templates(opts.string_list("remove_field")?),
+            add_tag: templates(opts.string_list("add_tag")?),
+            remove_tag: templates(opts.string_list("remove_tag")?),
+        };
+        let filter = ctor(&mut opts)?;
+        opts.finish()?;
+        Ok(BuiltFilter { id, filter, common })
+    }
+
+    pub fn build_output(&self, source: &str, p: &Plugin) -> Result<BuiltOutput, ConfigError> {
+        let ctor = find(&self.outputs, &p.name)
+            .ok_or_else(|| self.unknown(source, p, PluginKind::Output))?;
+        let mut opts = Options::new(source, p, PluginKind::Output, self)?;
+        let id = Self::id(&mut opts, p)?;
+        let output = ctor(&mut opts)?;
+        opts.finish()?;
+        Ok(BuiltOutput { id, output })
+    }
+
+    pub fn build_codec(&self, source: &str, p: &Plugin) -> Result<Box<dyn Codec>, ConfigError> {
+        let ctor = find(&self.codecs, &p.name)
+            .ok_or_else(|| self.unknown(source, p, PluginKind::Codec))?;
+        let mut opts = Options::new(source, p, PluginKind::Codec, self)?;
+        Self::id(&mut opts, p)?;
+        let codec = ctor(&mut opts)?;
+        opts.finish()?;
+        Ok(codec)
+    }
+}

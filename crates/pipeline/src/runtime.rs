@@ -1,0 +1,239 @@
+//! A running pipeline: one thread per input, `workers` worker threads, one shared queue.
+//!
+//! Worker loop: read a batch (up to `batch_size`, waiting at most `batch_delay` to fill) →
+//! filters → drop cancelled events → route to outputs → write each output's share (retrying
+//! with back-off on errors) → ack. Shutdown: inputs are told to stop (or finish on their own),
+//! the queue is closed, workers drain it, filters are flushed, outputs closed.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use sluice_event::Event;
+
+use crate::graph::{route, Compiled, FilterChain, Node};
+use crate::metrics::PipelineMetrics;
+use crate::plugin::{InputContext, OutputError};
+use crate::queue::EventQueue;
+use crate::registry::BuiltOutput;
+
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    pub id: String,
+    pub workers: usize,
+    pub batch_size: usize,
+    pub batch_delay: Duration,
+}
+
+impl Default for PipelineSettings {
+    fn default() -> Self {
+        PipelineSettings {
+            id: "main".to_owned(),
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            batch_size: 125,
+            batch_delay: Duration::from_millis(50),
+        }
+    }
+}
+
+pub struct RunningPipeline {
+    settings: PipelineSettings,
+    stopping: Arc<AtomicBool>,
+    inputs_running: Arc<AtomicUsize>,
+    queue: Arc<dyn EventQueue>,
+    workers: Vec<JoinHandle<()>>,
+    outputs: Arc<Vec<BuiltOutput>>,
+    metrics: Arc<PipelineMetrics>,
+}
+
+struct Shared {
+    settings: PipelineSettings,
+    queue: Arc<dyn EventQueue>,
+    outputs: Arc<Vec<BuiltOutput>>,
+    output_tree: Arc<Vec<Node>>,
+    metrics: Arc<PipelineMetrics>,
+}
+
+/// Starts inputs and workers.
+pub fn start(
+    settings: PipelineSettings,
+    compiled: Compiled,
+    queue: Arc<dyn EventQueue>,
+) -> std::io::Result<RunningPipeline> {
+    let stopping = Arc::new(AtomicBool::new(false));
+    let metrics = Arc::new(PipelineMetrics::default());
+    let Compiled {
+        inputs,
+        filters,
+        filter_tree,
+        outputs,
+        output_tree,
+    } = compiled;
+    let shared = Arc::new(Shared {
+        settings: settings.clone(),
+        queue: Arc::clone(&queue),
+        outputs: Arc::new(outputs),
+        output_tree: Arc::new(output_tree),
+        metrics: Arc::clone(&metrics),
+    });
+
+    let filter_tree = Arc::new(filter_tree);
+    let commons: Vec<_> = filters.iter().map(|f| Arc::new(f.common.clone())).collect();
+    let mut workers = Vec::with_capacity(settings.workers.max(1));
+    for w in 0..settings.workers.max(1) {
+        let chain = FilterChain::new(
+            filters
+                .iter()
+                .zip(&commons)
+                .map(|(f, c)| (f.filter.clone_box(), Arc::clone(c)))
+                .collect(),
+            Arc::clone(&filter_tree),
+        );
+        let shared = Arc::clone(&shared);
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("[{}]>worker{w}", settings.id))
+                .spawn(move || worker_loop(&shared, chain))?,
+        );
+    }
+
+    let inputs_running = Arc::new(AtomicUsize::new(inputs.len()));
+    for built in inputs {
+        let ctx = InputContext::new(
+            Arc::clone(&queue),
+            built.decoration,
+            Arc::clone(&stopping),
+            Arc::clone(&metrics),
+        );
+        let running = Arc::clone(&inputs_running);
+        let id = built.id;
+        let mut input = built.input;
+        std::thread::Builder::new()
+            .name(format!("[{}]<{}", settings.id, id))
+            .spawn(move || {
+                if let Err(e) = input.run(&ctx) {
+                    tracing::error!(input = %id, error = %e, "input failed");
+                }
+                tracing::debug!(input = %id, "input finished");
+                running.fetch_sub(1, Ordering::SeqCst);
+            })?;
+    }
+
+    Ok(RunningPipeline {
+        settings,
+        stopping,
+        inputs_running,
+        queue,
+        workers,
+        outputs: Arc::clone(&shared.outputs),
+        metrics,
+    })
+}
+
+fn worker_loop(shared: &Shared, mut chain: FilterChain) {
+    let s = &shared.settings;
+    while let Some(batch) = shared.queue.read_batch(s.batch_size, s.batch_delay) {
+        let started = Instant::now();
+        let mut events = batch.events;
+        let read = events.len() as u64;
+        chain.run(&mut events);
+        events.retain(|e| !e.is_cancelled());
+        deliver(shared, &events);
+        shared.queue.ack(batch.token);
+        shared
+            .metrics
+            .record_batch(read, events.len() as u64, started.elapsed());
+    }
+    let mut rest = chain.flush();
+    if !rest.is_empty() {
+        chain.run(&mut rest);
+        rest.retain(|e| !e.is_cancelled());
+        deliver(shared, &rest);
+    }
+}
+
+/// Routes a batch to the outputs and writes each output's share. The per-output lists are
+/// allocated once per batch.
+fn deliver(shared: &Shared, events: &[Event]) {
+    let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
+    route(&shared.output_tree, events, &mut per_output);
+    for (out, list) in shared.outputs.iter().zip(&per_output) {
+        if !list.is_empty() {
+            write_with_retry(out, list);
+        }
+    }
+}
+
+fn write_with_retry(out: &BuiltOutput, events: &[&Event]) {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match out.output.write(events) {
+            Ok(()) => return,
+            Err(OutputError {
+                message,
+                retryable: true,
+            }) => {
+                tracing::warn!(output = %out.id, error = %message, retry_in = ?backoff, "output failed; retrying the batch");
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+            Err(OutputError {
+                message,
+                retryable: false,
+            }) => {
+                tracing::error!(output = %out.id, error = %message, events = events.len(), "output rejected the batch permanently");
+                return;
+            }
+        }
+    }
+}
+
+impl RunningPipeline {
+    pub fn id(&self) -> &str {
+        &self.settings.id
+    }
+
+    pub fn metrics(&self) -> &Arc<PipelineMetrics> {
+        &self.metrics
+    }
+
+    pub fn queue(&self) -> &Arc<dyn EventQueue> {
+        &self.queue
+    }
+
+    /// True once every input has returned.
+    pub fn inputs_finished(&self) -> bool {
+        self.inputs_running.load(Ordering::SeqCst) == 0
+    }
+
+    /// Asks inputs to stop; they finish their current batch.
+    pub fn stop_inputs(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Completes shutdown: waits up to `grace` for inputs to return (an input blocked reading
+    /// a source that never ends, like a terminal, is left behind), then closes the queue, lets
+    /// the workers drain it and closes the outputs.
+    pub fn finish(self, grace: Duration) {
+        self.stop_inputs();
+        let deadline = Instant::now() + grace;
+        while !self.inputs_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if !self.inputs_finished() {
+            tracing::debug!(pipeline = %self.settings.id, "closing the queue with inputs still blocked on their source");
+        }
+        self.queue.close();
+        for w in self.workers {
+            if w.join().is_err() {
+                tracing::error!(pipeline = %self.settings.id, "a worker panicked");
+            }
+        }
+        for out in self.outputs.iter() {
+            if let Err(e) = out.output.close() {
+                tracing::error!(output = %out.id, error = %e, "closing output failed");
+            }
+        }
+    }
+}

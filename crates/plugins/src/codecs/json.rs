@@ -1,0 +1,43 @@
+//! `json`: each chunk of input is one JSON document (an object, or an array of objects);
+//! each event is written as one JSON object, without a delimiter.
+
+use sluice_event::Event;
+use sluice_pipeline::{Codec, ConfigError, Options};
+
+use super::json_events;
+
+#[derive(Clone)]
+pub struct Json;
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
+    let charset = opts.string_or("charset", "UTF-8")?;
+    if !charset.eq_ignore_ascii_case("UTF-8") {
+        return Err(opts.error(
+            "charset",
+            format!("only UTF-8 is supported, got {charset:?}"),
+        ));
+    }
+    crate::ecs::Ecs::from_options(opts)?;
+    opts.string("target")?.map_or(
+        Ok(()),
+        |_| Err(opts.error("target", "is not supported yet")),
+    )?;
+    Ok(Box::new(Json))
+}
+
+impl Codec for Json {
+    fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
+        let text = data.trim_ascii();
+        if !text.is_empty() {
+            json_events(text, out);
+        }
+    }
+
+    fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
+        sluice_event::json::write_event(event, out);
+    }
+
+    fn clone_box(&self) -> Box<dyn Codec> {
+        Box::new(Json)
+    }
+}

@@ -1,0 +1,96 @@
+//! `json_lines`: newline-delimited JSON, one event per line both ways.
+
+use sluice_event::Event;
+use sluice_pipeline::{Codec, ConfigError, Options};
+
+use super::json_events;
+
+#[derive(Clone)]
+pub struct JsonLines {
+    delimiter: u8,
+    pending: Vec<u8>,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
+    let delimiter = opts.string_or("delimiter", "\n")?;
+    let &[delimiter] = delimiter.as_bytes() else {
+        return Err(opts.error("delimiter", "must be a single character"));
+    };
+    let charset = opts.string_or("charset", "UTF-8")?;
+    if !charset.eq_ignore_ascii_case("UTF-8") {
+        return Err(opts.error(
+            "charset",
+            format!("only UTF-8 is supported, got {charset:?}"),
+        ));
+    }
+    crate::ecs::Ecs::from_options(opts)?;
+    Ok(Box::new(JsonLines {
+        delimiter,
+        pending: Vec::new(),
+    }))
+}
+
+impl JsonLines {
+    fn line(&self, line: &[u8], out: &mut Vec<Event>) {
+        let line = line.trim_ascii();
+        if !line.is_empty() {
+            json_events(line, out);
+        }
+    }
+}
+
+impl Codec for JsonLines {
+    fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
+        let mut buf = std::mem::take(&mut self.pending);
+        let data = if buf.is_empty() {
+            data
+        } else {
+            buf.extend_from_slice(data);
+            &buf[..]
+        };
+        let mut start = 0;
+        while let Some(i) = data[start..].iter().position(|&b| b == self.delimiter) {
+            self.line(&data[start..start + i], out);
+            start += i + 1;
+        }
+        let rest = data[start..].to_vec();
+        self.pending = rest;
+    }
+
+    fn flush(&mut self, out: &mut Vec<Event>) {
+        let rest = std::mem::take(&mut self.pending);
+        self.line(&rest, out);
+    }
+
+    fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
+        sluice_event::json::write_event(event, out);
+        out.push(self.delimiter);
+    }
+
+    fn clone_box(&self) -> Box<dyn Codec> {
+        Box::new(JsonLines {
+            delimiter: self.delimiter,
+            pending: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_lines_and_tags_bad_ones() {
+        let mut c = JsonLines {
+            delimiter: b'\n',
+            pending: Vec::new(),
+        };
+        let mut out = Vec::new();
+        c.decode(b"{\"a\":1}\n{bad}\n{\"b\"", &mut out);
+        c.decode(b":2}\n", &mut out);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0].get_field("a"), Some(&sluice_event::Value::Int(1)));
+        assert!(out[1].has_tag("_jsonparsefailure"));
+        assert_eq!(out[2].get_field("b"), Some(&sluice_event::Value::Int(2)));
+    }
+}

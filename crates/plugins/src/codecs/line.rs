@@ -1,0 +1,138 @@
+//! `line`: one event per line of input; on output, one line per event (`format` or the
+//! event's default text form, then `delimiter`).
+
+use sluice_event::{Event, Template};
+use sluice_pipeline::{Codec, ConfigError, Options};
+
+use super::{format_event, text_event};
+use crate::ecs::Ecs;
+
+#[derive(Clone)]
+pub struct Line {
+    delimiter: Vec<u8>,
+    format: Option<Template>,
+    ecs: Ecs,
+    pending: Vec<u8>,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
+    let delimiter = opts.string_or("delimiter", "\n")?;
+    if delimiter.is_empty() {
+        return Err(opts.error("delimiter", "must not be empty"));
+    }
+    let charset = opts.string_or("charset", "UTF-8")?;
+    if !charset.eq_ignore_ascii_case("UTF-8") {
+        return Err(opts.error(
+            "charset",
+            format!("only UTF-8 is supported, got {charset:?}"),
+        ));
+    }
+    Ok(Box::new(Line {
+        delimiter: delimiter.into_bytes(),
+        format: opts.string("format")?.map(|f| Template::parse(&f)),
+        ecs: Ecs::from_options(opts)?,
+        pending: Vec::new(),
+    }))
+}
+
+impl Line {
+    fn emit(&self, bytes: &[u8], out: &mut Vec<Event>) {
+        out.push(text_event(
+            String::from_utf8_lossy(bytes).into_owned(),
+            self.ecs,
+        ));
+    }
+}
+
+/// Byte offset of `needle` in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.len() == 1 {
+        return hay.iter().position(|&b| b == needle[0]);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+impl Codec for Line {
+    fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
+        let mut rest = data;
+        if !self.pending.is_empty() {
+            // Complete the line started by the previous chunk.
+            let mut buf = std::mem::take(&mut self.pending);
+            buf.extend_from_slice(data);
+            let mut start = 0;
+            while let Some(i) = find(&buf[start..], &self.delimiter) {
+                self.emit(&buf[start..start + i], out);
+                start += i + self.delimiter.len();
+            }
+            buf.drain(..start);
+            self.pending = buf;
+            return;
+        }
+        while let Some(i) = find(rest, &self.delimiter) {
+            self.emit(&rest[..i], out);
+            rest = &rest[i + self.delimiter.len()..];
+        }
+        self.pending.extend_from_slice(rest);
+    }
+
+    fn flush(&mut self, out: &mut Vec<Event>) {
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            self.emit(&rest, out);
+        }
+    }
+
+    fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
+        format_event(self.format.as_ref(), event, out);
+        out.extend_from_slice(&self.delimiter);
+    }
+
+    fn clone_box(&self) -> Box<dyn Codec> {
+        Box::new(Line {
+            pending: Vec::new(),
+            ..self.clone()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codec() -> Line {
+        Line {
+            delimiter: b"\n".to_vec(),
+            format: None,
+            ecs: Ecs::Disabled,
+            pending: Vec::new(),
+        }
+    }
+
+    fn messages(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e.get_field("message").unwrap().to_display_string())
+            .collect()
+    }
+
+    #[test]
+    fn lines_split_across_chunks() {
+        let mut c = codec();
+        let mut out = Vec::new();
+        c.decode(b"one\ntw", &mut out);
+        c.decode(b"o\nthr", &mut out);
+        c.decode(b"ee", &mut out);
+        assert_eq!(messages(&out), ["one", "two"]);
+        c.flush(&mut out);
+        assert_eq!(messages(&out), ["one", "two", "three"]);
+    }
+
+    #[test]
+    fn encode_with_format() {
+        let mut c = codec();
+        c.format = Some(Template::parse("%{message}!"));
+        let mut buf = Vec::new();
+        c.encode(&Event::with_message("hi"), &mut buf);
+        assert_eq!(buf, b"hi!\n");
+    }
+}

@@ -1,0 +1,78 @@
+//! Codecs: bytes ⇄ events. Decoders keep partial input between calls; encoders append to a
+//! caller's buffer so an output can encode a whole batch into one write.
+
+pub mod dots;
+pub mod json;
+pub mod json_lines;
+pub mod line;
+pub mod plain;
+pub mod rubydebug;
+
+use sluice_event::{Event, FieldRef, Template, Value};
+
+use crate::ecs::Ecs;
+
+/// Logstash's `Event#to_s`: `"<@timestamp> <host> <message>"`, used by `line` and `plain`
+/// when no `format` is given.
+pub fn event_to_s(e: &Event, out: &mut String) {
+    if let Some(t) = e.timestamp() {
+        t.write_iso8601(out);
+    }
+    out.push(' ');
+    match e.get_field("host") {
+        Some(v) => v.write_display(out),
+        None => out.push_str("%{host}"),
+    }
+    out.push(' ');
+    match e.get_field("message") {
+        Some(v) => v.write_display(out),
+        None => out.push_str("%{message}"),
+    }
+}
+
+/// Encodes with `format` when given, else [`event_to_s`].
+pub fn format_event(format: Option<&Template>, e: &Event, out: &mut Vec<u8>) {
+    let mut s = String::new();
+    match format {
+        Some(t) => t.render_into(e, &mut s),
+        None => event_to_s(e, &mut s),
+    }
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A new event for a line of text, with `[event][original]` in ECS mode as Logstash's
+/// line and plain codecs do.
+pub fn text_event(text: String, ecs: Ecs) -> Event {
+    let mut e = Event::new();
+    if ecs.enabled() {
+        thread_local! {
+            static ORIGINAL: FieldRef = FieldRef::parse("[event][original]").expect("valid reference");
+        }
+        ORIGINAL.with(|r| e.set(r, Value::String(text.clone())));
+    }
+    e.set_field("message", Value::String(text));
+    e
+}
+
+/// Decodes one JSON text into events, as Logstash's json codecs do: an object is one event,
+/// an array of objects is several, anything else (or invalid JSON) is an event carrying the
+/// text in `message`, tagged `_jsonparsefailure`.
+pub fn json_events(text: &[u8], out: &mut Vec<Event>) {
+    match sluice_event::json::parse(text) {
+        Ok(Value::Object(m)) => out.push(Event::from_map(m)),
+        Ok(Value::Array(items)) if items.iter().all(|i| matches!(i, Value::Object(_))) => {
+            for i in items {
+                if let Value::Object(m) = i {
+                    out.push(Event::from_map(m));
+                }
+            }
+        }
+        Ok(_) | Err(_) => {
+            let raw = String::from_utf8_lossy(text).into_owned();
+            tracing::warn!(data = %raw, "JSON parse failure: not a JSON object; keeping the text in message");
+            let mut e = Event::with_message(raw);
+            e.add_tag("_jsonparsefailure");
+            out.push(e);
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! `plain`: the whole chunk of input is one event; output is `format` or the event's default
+//! text form, with no delimiter.
+
+use sluice_event::{Event, Template};
+use sluice_pipeline::{Codec, ConfigError, Options};
+
+use super::{format_event, text_event};
+use crate::ecs::Ecs;
+
+#[derive(Clone)]
+pub struct Plain {
+    format: Option<Template>,
+    ecs: Ecs,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
+    let charset = opts.string_or("charset", "UTF-8")?;
+    if !charset.eq_ignore_ascii_case("UTF-8") {
+        return Err(opts.error(
+            "charset",
+            format!("only UTF-8 is supported, got {charset:?}"),
+        ));
+    }
+    Ok(Box::new(Plain {
+        format: opts.string("format")?.map(|f| Template::parse(&f)),
+        ecs: Ecs::from_options(opts)?,
+    }))
+}
+
+impl Codec for Plain {
+    fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
+        if !data.is_empty() {
+            out.push(text_event(
+                String::from_utf8_lossy(data).into_owned(),
+                self.ecs,
+            ));
+        }
+    }
+
+    fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
+        format_event(self.format.as_ref(), event, out);
+    }
+
+    fn clone_box(&self) -> Box<dyn Codec> {
+        Box::new(self.clone())
+    }
+}

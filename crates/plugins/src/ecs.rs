@@ -1,0 +1,41 @@
+//! The `ecs_compatibility` option: where plugins put the fields they add. Logstash 8 defaults
+//! to `v8` (ECS names such as `[host][hostname]`, `[event][original]`); `disabled` gives the
+//! legacy top-level names (`host`, `sequence`).
+
+use sluice_pipeline::{ConfigError, Options};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ecs {
+    Disabled,
+    V1,
+    V8,
+}
+
+impl Ecs {
+    pub fn from_options(opts: &mut Options) -> Result<Ecs, ConfigError> {
+        Ok(
+            match opts
+                .choice("ecs_compatibility", &["disabled", "v1", "v8"], "v8")?
+                .as_str()
+            {
+                "disabled" => Ecs::Disabled,
+                "v1" => Ecs::V1,
+                _ => Ecs::V8,
+            },
+        )
+    }
+
+    pub fn enabled(self) -> bool {
+        self != Ecs::Disabled
+    }
+}
+
+/// This machine's host name, for inputs that record where an event was read.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_owned())
+}

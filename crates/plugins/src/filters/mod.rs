@@ -1,0 +1,4 @@
+//! Filters: run inside workers, one instance per worker, one event at a time.
+
+pub mod drop;
+pub mod mutate;

@@ -1,0 +1,4 @@
+//! Inputs: each runs on its own thread and pushes batches into the pipeline's queue.
+
+pub mod generator;
+pub mod stdin;

@@ -1,0 +1,65 @@
+//! `stdin`: reads standard input through a codec (`line` by default) and records the host it
+//! ran on (`[host][hostname]`, or `host` with `ecs_compatibility => disabled`). At end of
+//! input the codec is flushed and the input returns, so the pipeline drains and exits.
+
+use std::io::Read;
+
+use sluice_event::{Event, FieldRef, Value};
+use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
+
+use crate::ecs::{hostname, Ecs};
+
+pub struct Stdin {
+    codec: Box<dyn Codec>,
+    host_field: FieldRef,
+    host: String,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
+    let codec = opts.codec("line")?;
+    let ecs = Ecs::from_options(opts)?;
+    let host_field = if ecs.enabled() {
+        FieldRef::parse("[host][hostname]").expect("valid reference")
+    } else {
+        FieldRef::top_level("host")
+    };
+    Ok(Box::new(Stdin {
+        codec,
+        host_field,
+        host: hostname(),
+    }))
+}
+
+impl Stdin {
+    fn push(&self, ctx: &InputContext, mut events: Vec<Event>) -> bool {
+        for e in &mut events {
+            if e.get(&self.host_field).is_none() {
+                e.set(&self.host_field, Value::String(self.host.clone()));
+            }
+        }
+        ctx.push(events).is_ok()
+    }
+}
+
+impl Input for Stdin {
+    fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut events = Vec::new();
+        while !ctx.is_stopping() {
+            let n = match stdin.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("reading standard input: {e}")),
+            };
+            self.codec.decode(&buf[..n], &mut events);
+            if !events.is_empty() && !self.push(ctx, std::mem::take(&mut events)) {
+                return Ok(());
+            }
+        }
+        self.codec.flush(&mut events);
+        self.push(ctx, events);
+        Ok(())
+    }
+}

@@ -1,0 +1,5 @@
+//! Outputs: shared by all workers; each call gets one batch's events for this output.
+
+pub mod file;
+pub mod null;
+pub mod stdout;

@@ -1,0 +1,95 @@
+//! Command-line flags, named as Logstash names them (`-f`, `-e`, `-w`, `-b`, `-u`, `-t`,
+//! `--pipeline.workers`, `--log.level`, ...).
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "Runs Logstash pipelines, fast",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub source: ConfigSource,
+
+    /// Number of worker threads running filters and outputs (default: number of cores).
+    #[arg(short = 'w', long = "pipeline.workers", value_name = "COUNT")]
+    pub workers: Option<usize>,
+
+    /// Maximum number of events a worker takes from the queue at once.
+    #[arg(
+        short = 'b',
+        long = "pipeline.batch.size",
+        value_name = "SIZE",
+        default_value_t = 125
+    )]
+    pub batch_size: usize,
+
+    /// Milliseconds a worker waits for a batch to fill before processing it.
+    #[arg(
+        short = 'u',
+        long = "pipeline.batch.delay",
+        value_name = "MILLIS",
+        default_value_t = 50
+    )]
+    pub batch_delay: u64,
+
+    /// Check the configuration (syntax, plugins and their options) and exit.
+    #[arg(short = 't', long = "config.test_and_exit")]
+    pub test_and_exit: bool,
+
+    /// Process escape sequences (\n, \t, \", ...) in quoted config strings.
+    #[arg(long = "config.support_escapes")]
+    pub support_escapes: bool,
+
+    /// Log level: fatal, error, warn, info, debug or trace.
+    #[arg(long = "log.level", value_name = "LEVEL")]
+    pub log_level: Option<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfigSource {
+    /// Config file, directory (files read in lexical order) or glob.
+    #[arg(
+        short = 'f',
+        long = "path.config",
+        value_name = "PATH",
+        conflicts_with = "config_string"
+    )]
+    pub path: Option<String>,
+
+    /// Config given as a string. Without an input section, stdin is used; without an output
+    /// section, stdout with rubydebug.
+    #[arg(short = 'e', long = "config.string", value_name = "CONFIG")]
+    pub config_string: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Work with config files.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print a config's syntax tree as JSON (syntax only: plugin names are not checked).
+    Parse(ParseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    #[command(flatten)]
+    pub source: ConfigSource,
+
+    /// Process escape sequences in quoted strings.
+    #[arg(long = "config.support_escapes")]
+    pub support_escapes: bool,
+}
