@@ -105,16 +105,20 @@ impl<'a> Parser<'a> {
     }
 
     fn branch_or_plugin(&mut self) -> PResult<Statement> {
-        if self.c.starts_with("if") {
-            let save = self.c.pos;
+        let start = self.c.pos;
+        let is_if = self.c.starts_with("if");
+        if is_if {
             if let Ok(b) = self.branch() {
                 return Ok(Statement::If(b));
             }
-            self.c.pos = save;
-        } else {
+            self.c.pos = start;
+        }
+        let result = self.plugin("a plugin name").map(Statement::Plugin);
+        if result.is_err() && !is_if {
+            self.c.pos = start;
             self.c.expected("\"if\"", None);
         }
-        self.plugin("a plugin name").map(Statement::Plugin)
+        result
     }
 
     /// `name cs "{" cs (attribute (whitespace cs attribute)*)? cs "}"`
@@ -419,6 +423,10 @@ impl<'a> Parser<'a> {
                 self.c.src[start..self.c.pos].to_string()
             }
             Some(b'"' | b'\'') => self.string()?,
+            Some(b) if b.is_ascii_alphabetic() || b == b'_' => {
+                let label = "a hash key (a bareword key needs at least two characters; quote it)";
+                return Err(self.c.expected(label, None));
+            }
             _ => return Err(self.c.expected("a hash key", None)),
         };
         let raw_key = self.c.src[start..self.c.pos].to_string();
