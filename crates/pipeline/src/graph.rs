@@ -3,8 +3,7 @@
 //! Filters and outputs become trees of plugin indexes and compiled [`Condition`]s. A worker
 //! runs a whole batch through each filter in turn; at a conditional the batch is split into
 //! one sub-batch per branch (only when events actually diverge), each branch runs on its
-//! sub-batch, and the results are merged back in the original order, with events created by
-//! filters (clone, split) after them. Outputs get, per batch, the list of events that reached
+//! sub-batch, and the results are concatenated in branch order, as Logstash's execution does. Outputs get, per batch, the list of events that reached
 //! them through the output section's conditionals.
 
 use std::sync::Arc;
@@ -31,7 +30,7 @@ pub enum Node {
 pub struct Compiled {
     pub inputs: Vec<BuiltInput>,
     pub filters: Vec<BuiltFilter>,
-    pub filter_tree: Vec<Node>,
+    pub filter_tree: Arc<Vec<Node>>,
     pub outputs: Vec<BuiltOutput>,
     pub output_tree: Vec<Node>,
 }
@@ -98,6 +97,19 @@ impl Builder<'_> {
     }
 }
 
+impl Compiled {
+    /// A filter chain for one worker: its own instance of every filter, sharing the tree.
+    pub fn filter_chain(&self) -> FilterChain {
+        FilterChain::new(
+            self.filters
+                .iter()
+                .map(|f| (f.filter.clone_box(), Arc::clone(&f.common)))
+                .collect(),
+            Arc::clone(&self.filter_tree),
+        )
+    }
+}
+
 /// Builds every plugin of `config` and the filter and output trees.
 pub fn compile(config: &Config, registry: &Registry) -> Result<Compiled, ConfigError> {
     let mut b = Builder {
@@ -106,20 +118,22 @@ pub fn compile(config: &Config, registry: &Registry) -> Result<Compiled, ConfigE
         compiled: Compiled {
             inputs: Vec::new(),
             filters: Vec::new(),
-            filter_tree: Vec::new(),
+            filter_tree: Arc::new(Vec::new()),
             outputs: Vec::new(),
             output_tree: Vec::new(),
         },
     };
+    let mut filter_nodes = Vec::new();
     for section in &config.sections {
         b.source = &section.source;
         let nodes = b.statements(section.kind, section.span, &section.body)?;
         match section.kind {
             SectionKind::Input => {}
-            SectionKind::Filter => b.compiled.filter_tree.extend(nodes),
+            SectionKind::Filter => filter_nodes.extend(nodes),
             SectionKind::Output => b.compiled.output_tree.extend(nodes),
         }
     }
+    b.compiled.filter_tree = Arc::new(filter_nodes);
     Ok(b.compiled)
 }
 
@@ -229,26 +243,15 @@ impl FilterChain {
                 buckets[w].push(e);
             }
         }
-        for (b, bucket) in buckets.iter_mut().enumerate() {
+        // Like Logstash, the result is each branch's output in branch order (then, else-ifs,
+        // else), each keeping its events' order, with events created in a branch after them.
+        for (b, mut bucket) in buckets.into_iter().enumerate() {
             if !bucket.is_empty() {
-                self.nodes(body(b), bucket);
+                self.nodes(body(b), &mut bucket);
+                events.append(&mut bucket);
             }
         }
-        // Merge back in the original order; filters only append, so each bucket's first
-        // entries are its original events in order, and the rest are new ones.
-        let mut iters: Vec<_> = buckets.into_iter().map(|b| b.into_iter()).collect();
-        let mut skipped = skipped.into_iter();
-        for &w in &which {
-            let next = if w == SKIP {
-                skipped.next()
-            } else {
-                iters[w].next()
-            };
-            events.extend(next);
-        }
-        for it in iters {
-            events.extend(it);
-        }
+        events.append(&mut skipped);
     }
 }
 

@@ -74,7 +74,7 @@ impl FilterCommon {
 pub struct BuiltFilter {
     pub id: String,
     pub filter: Box<dyn Filter>,
-    pub common: FilterCommon,
+    pub common: std::sync::Arc<FilterCommon>,
 }
 
 pub struct BuiltInput {
@@ -186,7 +186,11 @@ impl Registry {
         };
         let filter = ctor(&mut opts)?;
         opts.finish()?;
-        Ok(BuiltFilter { id, filter, common })
+        Ok(BuiltFilter {
+            id,
+            filter,
+            common: std::sync::Arc::new(common),
+        })
     }
 
     pub fn build_output(&self, source: &str, p: &Plugin) -> Result<BuiltOutput, ConfigError> {

@@ -58,38 +58,23 @@ struct Shared {
 /// Starts inputs and workers.
 pub fn start(
     settings: PipelineSettings,
-    compiled: Compiled,
+    mut compiled: Compiled,
     queue: Arc<dyn EventQueue>,
 ) -> std::io::Result<RunningPipeline> {
     let stopping = Arc::new(AtomicBool::new(false));
     let metrics = Arc::new(PipelineMetrics::default());
-    let Compiled {
-        inputs,
-        filters,
-        filter_tree,
-        outputs,
-        output_tree,
-    } = compiled;
+    let inputs = std::mem::take(&mut compiled.inputs);
     let shared = Arc::new(Shared {
         settings: settings.clone(),
         queue: Arc::clone(&queue),
-        outputs: Arc::new(outputs),
-        output_tree: Arc::new(output_tree),
+        outputs: Arc::new(std::mem::take(&mut compiled.outputs)),
+        output_tree: Arc::new(std::mem::take(&mut compiled.output_tree)),
         metrics: Arc::clone(&metrics),
     });
 
-    let filter_tree = Arc::new(filter_tree);
-    let commons: Vec<_> = filters.iter().map(|f| Arc::new(f.common.clone())).collect();
     let mut workers = Vec::with_capacity(settings.workers.max(1));
     for w in 0..settings.workers.max(1) {
-        let chain = FilterChain::new(
-            filters
-                .iter()
-                .zip(&commons)
-                .map(|(f, c)| (f.filter.clone_box(), Arc::clone(c)))
-                .collect(),
-            Arc::clone(&filter_tree),
-        );
+        let chain = compiled.filter_chain();
         let shared = Arc::clone(&shared);
         workers.push(
             std::thread::Builder::new()

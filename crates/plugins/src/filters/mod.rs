@@ -1,4 +1,5 @@
 //! Filters: run inside workers, one instance per worker, one event at a time.
 
+pub mod clone;
 pub mod drop;
 pub mod mutate;

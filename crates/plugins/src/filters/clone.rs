@@ -1,0 +1,42 @@
+//! `clone`: for each name in `clones`, emits a copy of the event. The copy's `type` is set to
+//! the name (`ecs_compatibility => disabled`), or the name is added to its `tags` (ECS modes),
+//! as Logstash's clone filter does.
+
+use sluice_event::{Event, Value};
+use sluice_pipeline::{ConfigError, Filter, Options};
+
+use crate::ecs::Ecs;
+
+#[derive(Clone)]
+pub struct Clone {
+    clones: Vec<String>,
+    ecs: Ecs,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
+    let clones = opts.string_list("clones")?.unwrap_or_default();
+    let ecs = Ecs::from_options(opts)?;
+    if clones.is_empty() && ecs.enabled() {
+        return Err(opts.error("clones", "must name at least one clone in ECS mode"));
+    }
+    Ok(Box::new(Clone { clones, ecs }))
+}
+
+impl Filter for Clone {
+    fn filter(&mut self, event: &mut Event, emit: &mut Vec<Event>) -> bool {
+        for name in &self.clones {
+            let mut copy = event.clone();
+            if self.ecs.enabled() {
+                copy.add_tag(name);
+            } else {
+                copy.set_field("type", Value::String(name.clone()));
+            }
+            emit.push(copy);
+        }
+        true
+    }
+
+    fn clone_box(&self) -> Box<dyn Filter> {
+        Box::new(self.clone())
+    }
+}

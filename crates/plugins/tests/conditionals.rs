@@ -1,0 +1,104 @@
+//! Logstash's own conditional specs (`compat/conditional_cases.json`, extracted from
+//! logstash-core/spec/conditionals_spec.rb): each case runs one or more events through a
+//! filter section and checks the events that come out.
+
+mod common;
+
+use sluice_event::{Event, FieldRef, Value};
+use sluice_pipeline::graph;
+
+fn run_case(config: &str, inputs: &[serde_json::Value]) -> Result<Vec<Event>, String> {
+    let parsed = sluice_config::parse("case", config).map_err(|e| e.to_string())?;
+    let registry = sluice_plugins::registry();
+    let compiled = graph::compile(&parsed, &registry).map_err(|e| e.to_string())?;
+    let mut chain = compiled.filter_chain();
+    let mut events: Vec<Event> = inputs
+        .iter()
+        .map(|v| match Value::from(v.clone()) {
+            Value::Object(m) => Event::from_map(m),
+            other => panic!("input event is not an object: {other:?}"),
+        })
+        .collect();
+    chain.run(&mut events);
+    events.retain(|e| !e.is_cancelled());
+    Ok(events)
+}
+
+fn check(events: &[Event], a: &serde_json::Value) -> Result<(), String> {
+    if let Some(n) = a.get("output_event_count") {
+        let n = n.as_u64().unwrap() as usize;
+        return if events.len() == n {
+            Ok(())
+        } else {
+            Err(format!("expected {n} events, got {}", events.len()))
+        };
+    }
+    let event = match a["event_index"].as_u64() {
+        Some(i) => events
+            .get(i as usize)
+            .ok_or_else(|| format!("no event #{i} (got {})", events.len()))?,
+        None if events.len() == 1 => &events[0],
+        None => return Err(format!("expected a single event, got {}", events.len())),
+    };
+    let field = a["field"].as_str().unwrap();
+    let r = FieldRef::parse(field).map_err(|e| e.to_string())?;
+    let got = event.get(&r);
+    let want = a.get("value").map(|v| Value::from(v.clone()));
+    let ok = match a["op"].as_str().unwrap() {
+        "eq" => got == want.as_ref(),
+        "absent" => got.is_none(),
+        "includes" | "not_includes" => {
+            let want = want.as_ref().unwrap();
+            let found = match got {
+                Some(Value::Array(items)) => items.contains(want),
+                Some(Value::String(s)) => want.as_str().is_some_and(|w| s.contains(w)),
+                _ => false,
+            };
+            found == (a["op"] == "includes")
+        }
+        other => return Err(format!("unknown op {other}")),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{} {field} {:?}: got {:?}", a["op"], want, got))
+    }
+}
+
+#[test]
+fn logstash_conditional_specs() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let text = std::fs::read_to_string(shared.join("compat/conditional_cases.json")).unwrap();
+    let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(cases.len(), 106, "corpus changed size");
+    let mut failures = Vec::new();
+    let mut assertions = 0;
+    for case in &cases {
+        let id = case["id"].as_str().unwrap();
+        let events = match run_case(
+            case["filter_config"].as_str().unwrap(),
+            case["input_events"].as_array().unwrap(),
+        ) {
+            Ok(e) => e,
+            Err(e) => {
+                failures.push(format!("{id}: {e}"));
+                continue;
+            }
+        };
+        for a in case["assertions"].as_array().unwrap() {
+            assertions += 1;
+            if let Err(e) = check(&events, a) {
+                failures.push(format!("{id}: {e}"));
+            }
+        }
+    }
+    assert!(assertions >= 163, "only {assertions} assertions checked");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
