@@ -1,7 +1,8 @@
 //! Finding and reading config files, like Logstash's `path.config`: a file, a directory
 //! (its files, not recursive, in lexical order) or a glob pattern (`*`, `?`, `[...]`,
 //! `{a,b}`; as Ruby's `Dir.glob`, wildcards do not match names starting with a dot).
-//! Files whose name ends with `~` (editor backups) are skipped, as Logstash does.
+//! Files whose name ends with `~` (editor backups) are skipped, as Logstash does; a leading
+//! `file://` and `~/` are understood.
 
 use crate::LoadError;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,14 @@ use std::path::{Path, PathBuf};
 /// Reads the config files named by `path`: `(file name, text)` pairs, in lexical order.
 pub fn load_path(path: &str) -> Result<Vec<(String, String)>, LoadError> {
     let path = strip_file_uri(path);
+    let expanded;
+    let path = match (path.strip_prefix("~/"), std::env::var("HOME")) {
+        (Some(rest), Ok(home)) => {
+            expanded = format!("{}/{rest}", home.trim_end_matches('/'));
+            expanded.as_str()
+        }
+        _ => path,
+    };
     let mut files: Vec<PathBuf> = if Path::new(path).is_dir() {
         let mut out = Vec::new();
         let dir = PathBuf::from(path);
