@@ -4,12 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "sluice",
-    version,
-    about = "Runs Logstash pipelines, fast",
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "sluice", version, about = "Runs Logstash pipelines, fast")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -48,7 +43,7 @@ pub struct Cli {
     pub support_escapes: bool,
 
     /// Log level: fatal, error, warn, info, debug or trace.
-    #[arg(long = "log.level", value_name = "LEVEL")]
+    #[arg(long = "log.level", value_name = "LEVEL", global = true)]
     pub log_level: Option<String>,
 }
 

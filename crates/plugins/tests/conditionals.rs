@@ -5,24 +5,6 @@
 mod common;
 
 use sluice_event::{Event, FieldRef, Value};
-use sluice_pipeline::graph;
-
-fn run_case(config: &str, inputs: &[serde_json::Value]) -> Result<Vec<Event>, String> {
-    let parsed = sluice_config::parse("case", config).map_err(|e| e.to_string())?;
-    let registry = sluice_plugins::registry();
-    let compiled = graph::compile(&parsed, &registry).map_err(|e| e.to_string())?;
-    let mut chain = compiled.filter_chain();
-    let mut events: Vec<Event> = inputs
-        .iter()
-        .map(|v| match Value::from(v.clone()) {
-            Value::Object(m) => Event::from_map(m),
-            other => panic!("input event is not an object: {other:?}"),
-        })
-        .collect();
-    chain.run(&mut events);
-    events.retain(|e| !e.is_cancelled());
-    Ok(events)
-}
 
 fn check(events: &[Event], a: &serde_json::Value) -> Result<(), String> {
     if let Some(n) = a.get("output_event_count") {
@@ -77,7 +59,7 @@ fn logstash_conditional_specs() {
     let mut assertions = 0;
     for case in &cases {
         let id = case["id"].as_str().unwrap();
-        let events = match run_case(
+        let events = match common::run_filters(
             case["filter_config"].as_str().unwrap(),
             case["input_events"].as_array().unwrap(),
         ) {

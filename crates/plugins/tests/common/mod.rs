@@ -23,3 +23,27 @@ pub fn shared_dir() -> Option<PathBuf> {
     );
     None
 }
+
+/// Runs events (JSON objects) through a config's filter section; returns what comes out.
+#[allow(dead_code)]
+pub fn run_filters(
+    config: &str,
+    inputs: &[serde_json::Value],
+) -> Result<Vec<sluice_event::Event>, String> {
+    use sluice_event::{Event, Value};
+    let parsed = sluice_config::parse("test config", config).map_err(|e| e.to_string())?;
+    let registry = sluice_plugins::registry();
+    let compiled =
+        sluice_pipeline::graph::compile(&parsed, &registry).map_err(|e| e.to_string())?;
+    let mut chain = compiled.filter_chain();
+    let mut events: Vec<Event> = inputs
+        .iter()
+        .map(|v| match Value::from(v.clone()) {
+            Value::Object(m) => Event::from_map(m),
+            other => panic!("input event is not an object: {other:?}"),
+        })
+        .collect();
+    chain.run(&mut events);
+    events.retain(|e| !e.is_cancelled());
+    Ok(events)
+}

@@ -1,0 +1,196 @@
+//! Behaviour of the filters built here (mutate, drop, clone) and of the options every filter
+//! has, checked by running configs on events.
+
+mod common;
+
+use serde_json::json;
+use sluice_event::{Event, FieldRef, Value};
+
+fn run(config: &str, input: serde_json::Value) -> Vec<Event> {
+    common::run_filters(config, &[input]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn one(config: &str, input: serde_json::Value) -> Event {
+    let mut out = run(config, input);
+    assert_eq!(out.len(), 1, "expected one event");
+    out.remove(0)
+}
+
+fn get(e: &Event, field: &str) -> Option<Value> {
+    e.get(&FieldRef::parse(field).unwrap()).cloned()
+}
+
+fn v(j: serde_json::Value) -> Option<Value> {
+    Some(Value::from(j))
+}
+
+#[test]
+fn mutate_rename_replace_update_coerce() {
+    let e = one(
+        r#"filter { mutate {
+            rename => { "a" => "[x][y]" "missing" => "nowhere" }
+            update => { "b" => "new %{b}" "absent" => "never" }
+            replace => { "c" => "%{b}-c" }
+            coerce => { "n" => "default" }
+        } }"#,
+        json!({"a": 1, "b": "old", "n": null}),
+    );
+    assert_eq!(get(&e, "[x][y]"), v(json!(1)));
+    assert_eq!(get(&e, "a"), None);
+    assert_eq!(get(&e, "nowhere"), None);
+    assert_eq!(get(&e, "b"), v(json!("new old")));
+    assert_eq!(get(&e, "absent"), None);
+    // replace runs after update, so it sees the updated value.
+    assert_eq!(get(&e, "c"), v(json!("new old-c")));
+    assert_eq!(get(&e, "n"), v(json!("default")));
+}
+
+#[test]
+fn mutate_convert() {
+    let e = one(
+        r#"filter { mutate { convert => {
+            "i" => "integer" "f" => "float" "s" => "string" "b" => "boolean" "list" => "integer"
+            "eu" => "float_eu" "bad" => "boolean"
+        } } }"#,
+        json!({"i": "42", "f": "3.5", "s": 7, "b": "yes", "list": ["1", "2"], "eu": "1.234,5", "bad": "maybe"}),
+    );
+    assert_eq!(get(&e, "i"), v(json!(42)));
+    assert_eq!(get(&e, "f"), v(json!(3.5)));
+    assert_eq!(get(&e, "s"), v(json!("7")));
+    assert_eq!(get(&e, "b"), v(json!(true)));
+    assert_eq!(get(&e, "list"), v(json!([1, 2])));
+    assert_eq!(get(&e, "eu"), v(json!(1234.5)));
+    assert_eq!(get(&e, "bad"), v(json!("maybe")));
+    assert!(!e.has_tag("_mutate_error"));
+}
+
+#[test]
+fn mutate_convert_of_a_hash_tags_failure() {
+    let e = one(
+        r#"filter { mutate { convert => { "h" => "integer" } } }"#,
+        json!({"h": {"a": 1}}),
+    );
+    assert!(e.has_tag("_mutate_error"));
+    assert_eq!(get(&e, "h"), v(json!({"a": 1})));
+}
+
+#[test]
+fn mutate_string_operations() {
+    let e = one(
+        r#"filter { mutate {
+            gsub => [ "path", "/", "_", "date", "(\d+)-(\d+)", "\2/\1" ]
+            uppercase => [ "up" ]
+            lowercase => [ "low" ]
+            capitalize => [ "cap" ]
+            strip => [ "pad" ]
+            split => { "csv" => "," }
+            join => { "arr" => "|" }
+        } }"#,
+        json!({"path": "/a/b", "date": "11-22", "up": "abc", "low": "ABC", "cap": "hELLO",
+               "pad": "  x  ", "csv": "a,b,,c,,", "arr": ["x", 1, true]}),
+    );
+    assert_eq!(get(&e, "path"), v(json!("_a_b")));
+    assert_eq!(get(&e, "date"), v(json!("22/11")));
+    assert_eq!(get(&e, "up"), v(json!("ABC")));
+    assert_eq!(get(&e, "low"), v(json!("abc")));
+    assert_eq!(get(&e, "cap"), v(json!("Hello")));
+    assert_eq!(get(&e, "pad"), v(json!("x")));
+    assert_eq!(get(&e, "csv"), v(json!(["a", "b", "", "c"])));
+    assert_eq!(get(&e, "arr"), v(json!("x|1|true")));
+}
+
+#[test]
+fn mutate_merge_and_copy() {
+    let e = one(
+        r#"filter { mutate {
+            merge => { "dest" => "src" "h1" => "h2" "new" => "src" }
+            copy => { "[h1]" => "[copy][h]" }
+        } }"#,
+        json!({"dest": "a", "src": ["b", "c"], "h1": {"x": 1}, "h2": {"y": 2}}),
+    );
+    assert_eq!(get(&e, "dest"), v(json!(["a", "b", "c"])));
+    assert_eq!(get(&e, "new"), v(json!(["b", "c"])));
+    assert_eq!(get(&e, "h1"), v(json!({"x": 1, "y": 2})));
+    assert_eq!(get(&e, "[copy][h]"), v(json!({"x": 1, "y": 2})));
+}
+
+#[test]
+fn common_options_apply_in_logstash_order_with_sprintf() {
+    let e = one(
+        r#"filter { mutate {
+            add_field => { "from_%{kind}" => "v-%{kind}" "existing" => "second" }
+            remove_field => [ "gone", "[nested][drop]" ]
+            add_tag => [ "t-%{kind}", "plain" ]
+            remove_tag => [ "old" ]
+        } }"#,
+        json!({"kind": "k", "existing": "first", "gone": 1, "nested": {"drop": 1, "keep": 2}, "tags": ["old", "other"]}),
+    );
+    assert_eq!(get(&e, "from_k"), v(json!("v-k")));
+    assert_eq!(get(&e, "existing"), v(json!(["first", "second"])));
+    assert_eq!(get(&e, "gone"), None);
+    assert_eq!(get(&e, "nested"), v(json!({"keep": 2})));
+    assert_eq!(get(&e, "tags"), v(json!(["other", "t-k", "plain"])));
+}
+
+#[test]
+fn drop_removes_events_and_clone_adds_them() {
+    assert!(run(r#"filter { drop { } }"#, json!({"a": 1})).is_empty());
+    assert_eq!(
+        run(r#"filter { drop { percentage => 0 } }"#, json!({"a": 1})).len(),
+        1
+    );
+    let out = run(
+        r#"filter { clone { clones => ["c1", "c2"] ecs_compatibility => disabled add_tag => ["cloned"] } }"#,
+        json!({"type": "orig"}),
+    );
+    let types: Vec<_> = out.iter().map(|e| get(e, "type")).collect();
+    assert_eq!(types, [v(json!("orig")), v(json!("c1")), v(json!("c2"))]);
+    assert!(out.iter().all(|e| e.has_tag("cloned")));
+    let out = run(
+        r#"filter { clone { clones => ["c1"] } }"#,
+        json!({"type": "orig"}),
+    );
+    assert!(out[1].has_tag("c1") && get(&out[1], "type") == v(json!("orig")));
+}
+
+#[test]
+fn events_created_by_a_filter_flow_through_later_filters() {
+    let out = run(
+        r#"filter {
+            clone { clones => ["copy"] ecs_compatibility => disabled }
+            if [type] == "copy" { mutate { add_field => { "seen" => "yes" } } }
+        }"#,
+        json!({"type": "orig"}),
+    );
+    assert_eq!(out.len(), 2);
+    assert_eq!(out.iter().filter(|e| get(e, "seen").is_some()).count(), 1);
+}
+
+#[test]
+fn option_errors_name_their_location() {
+    let err = common::run_filters(
+        "filter {\n  mutate {\n    lowercase => \"x\"\n    bogus => 1\n  }\n}",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        r#"test config:4:5: unknown setting "bogus" for filter plugin "mutate""#
+    );
+    let err = common::run_filters(
+        "filter { mutate { convert => { \"a\" => \"number\" } } }",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        err.starts_with("test config:1:19: invalid setting \"convert\""),
+        "{err}"
+    );
+    let err = common::run_filters("filter { nosuch { } }", &[]).unwrap_err();
+    assert!(
+        err.starts_with("test config:1:10: unknown filter plugin \"nosuch\""),
+        "{err}"
+    );
+    let err = common::run_filters("filter { drop { percentage => \"lots\" } }", &[]).unwrap_err();
+    assert!(err.contains("expected a whole number"), "{err}");
+}

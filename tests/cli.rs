@@ -1,0 +1,252 @@
+//! End-to-end tests of the `sluice` binary: each spawns the real process.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn sluice() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.arg("--log.level").arg("warn");
+    c
+}
+
+fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = sluice()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A fresh empty directory under the system temp dir.
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn stdin_to_json_lines_prints_one_event() {
+    let out = run_with_stdin(
+        &[
+            "-e",
+            "input { stdin {} } output { stdout { codec => json_lines } }",
+        ],
+        "hello\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(events.len(), 1);
+    let e = &events[0];
+    assert_eq!(e["message"], "hello");
+    assert_eq!(e["@version"], "1");
+    assert!(
+        e["host"].is_object() && e["host"]["hostname"].is_string(),
+        "{e}"
+    );
+    let ts = e["@timestamp"].as_str().unwrap();
+    assert!(ts.len() == 24 && ts.ends_with('Z'), "{ts}");
+}
+
+#[test]
+fn e_without_sections_defaults_to_stdin_and_rubydebug() {
+    let out = run_with_stdin(
+        &["-e", "filter { mutate { add_tag => [\"seen\"] } }"],
+        "a\nb\n",
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.matches("\"message\" => ").count(), 2, "{text}");
+    assert!(text.contains("\"type\" => \"stdin\""), "{text}");
+    assert!(text.contains("[0] \"seen\""), "{text}");
+}
+
+#[test]
+fn config_parse_prints_ast_or_located_error() {
+    let ok = sluice()
+        .args(["config", "parse", "-e", "input { stdin { } }"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    let ast: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert!(ast.to_string().contains("stdin"), "{ast}");
+    // Syntax only: unknown plugins are fine.
+    let ok = sluice()
+        .args(["config", "parse", "-e", "filter { nosuch { a => 1 } }"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+
+    let bad = sluice()
+        .args([
+            "config",
+            "parse",
+            "-e",
+            "filter {\n  mutate {\n    x => \n  }\n}",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert!(err.starts_with("config string:4:3: "), "{err}");
+    assert!(bad.stdout.is_empty());
+}
+
+#[test]
+fn test_and_exit_checks_plugins_and_options() {
+    let ok = sluice()
+        .args([
+            "-t",
+            "-e",
+            "input { generator { count => 1 } } output { null {} }",
+        ])
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("Configuration OK"));
+    let bad = sluice()
+        .args([
+            "-t",
+            "-e",
+            "input { generator { count => \"many\" } } output { null {} }",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert!(
+        err.starts_with("config string:1:21: invalid setting \"count\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn generator_to_file_delivers_every_event_once() {
+    let dir = temp_dir("gen");
+    let out_path = dir.join("out-%{[@metadata][n]}.log");
+    let config = format!(
+        "input {{ generator {{ count => 5000 threads => 2 add_field => {{ \"[@metadata][n]\" => \"x\" }} }} }}
+         output {{ file {{ path => \"{}\" }} }}",
+        out_path.display()
+    );
+    let out = sluice()
+        .args(["-w", "2", "-b", "64", "-e", &config])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(dir.join("out-x.log")).unwrap();
+    let events = json_lines(&text);
+    assert_eq!(events.len(), 10_000);
+    let mut seqs: Vec<i64> = events
+        .iter()
+        .map(|e| e["event"]["sequence"].as_i64().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    // Two threads each generate sequences 0..5000.
+    let expected: Vec<i64> = (0..5000).flat_map(|s| [s, s]).collect();
+    assert_eq!(seqs, expected);
+    assert!(events.iter().all(|e| e.get("@metadata").is_none()));
+}
+
+#[test]
+fn directory_config_is_read_in_lexical_order_and_env_is_substituted() {
+    let dir = temp_dir("dir");
+    std::fs::write(
+        dir.join("20-filter.conf"),
+        "filter { mutate { add_field => { \"who\" => \"${WHO}\" \"d\" => \"${NOPE:dflt}\" } } }",
+    )
+    .unwrap();
+    std::fs::write(dir.join("10-input.conf"), "input { stdin { } }").unwrap();
+    std::fs::write(
+        dir.join("30-output.conf"),
+        "output { stdout { codec => json_lines } }",
+    )
+    .unwrap();
+    let mut child = sluice()
+        .args(["-f", dir.to_str().unwrap()])
+        .env("WHO", "me")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"x\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let events = json_lines(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(events[0]["who"], "me");
+    assert_eq!(events[0]["d"], "dflt");
+
+    let missing = sluice()
+        .args([
+            "-t",
+            "-e",
+            "input { generator { message => \"${SLUICE_UNSET_VAR}\" } }",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("SLUICE_UNSET_VAR"));
+}
+
+#[test]
+fn sigterm_stops_an_endless_pipeline_without_duplicates() {
+    let dir = temp_dir("term");
+    let path = dir.join("out.log");
+    let config = format!(
+        "input {{ generator {{ }} }} output {{ file {{ path => \"{}\" }} }}",
+        path.display()
+    );
+    let mut child = sluice().args(["-w", "2", "-e", &config]).spawn().unwrap();
+    // Wait until events are flowing.
+    let started = Instant::now();
+    while std::fs::metadata(&path).map_or(0, |m| m.len()) < 100_000 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no output after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+    let events = json_lines(&std::fs::read_to_string(&path).unwrap());
+    let mut seqs: Vec<i64> = events
+        .iter()
+        .map(|e| e["event"]["sequence"].as_i64().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    let n = seqs.len() as i64;
+    assert!(n > 0);
+    // One generator thread: the delivered events are exactly sequences 0..n.
+    assert_eq!(seqs, (0..n).collect::<Vec<_>>());
+}
