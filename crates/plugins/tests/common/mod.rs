@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 /// The shared corpus directory: `$SLUICE_SHARED`, else `../shared` beside the project root.
 /// Returns `None` (after saying so) when it is absent; under `CI=true` absence is a failure.
+#[allow(dead_code)]
 pub fn shared_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("SLUICE_SHARED")
         .map(PathBuf::from)
