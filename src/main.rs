@@ -29,3 +29,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Events are allocated by input threads and freed by worker threads; glibc's malloc serialises
+/// such cross-thread frees on its arena locks (a third of CPU time in generator → null).
+/// mimalloc frees to the owning thread's heap without a global lock.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -72,13 +72,16 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
 
 impl FileOutput {
     fn path_for(&self, e: &Event) -> PathBuf {
+        if let Some(p) = self.path.constant() {
+            return PathBuf::from(p);
+        }
         let rendered = self.path.render(e);
         let p = PathBuf::from(&rendered);
         let bad = rendered.contains("%{")
             || p.components()
                 .any(|c| matches!(c, std::path::Component::ParentDir))
             || !p.starts_with(&self.static_dir);
-        if bad && !self.path.is_constant() {
+        if bad {
             self.static_dir.join(&self.filename_failure)
         } else {
             p
