@@ -6,6 +6,7 @@
 //! build strings with sprintf [`Template`]s (`%{[a][b]}`, `%{+yyyy.MM.dd}`), and codecs turn
 //! events into JSON and back ([`json`]). Nothing here knows about configs, queues or I/O.
 
+pub mod binary;
 pub mod event;
 pub mod fieldref;
 pub mod joda;

@@ -1,0 +1,893 @@
+//! The binary form of an [`Event`] that the persisted queue writes to disk.
+//!
+//! This comment is the specification of the format. Records written by one build are read
+//! by later ones, so a change to the layout needs a new [`FORMAT_VERSION`], and every later
+//! build must keep decoding version 1 exactly as described here.
+//!
+//! # Version 1
+//!
+//! ```text
+//! event  := version fields metadata
+//! version:= 0x01                            one byte, FORMAT_VERSION
+//! fields := map                             the event's fields
+//! metadata := map                           the event's @metadata
+//!
+//! map    := count:varint entry{count}
+//! entry  := key:str value
+//! str    := len:varint byte{len}            the bytes are UTF-8
+//!
+//! value  := tag:u8 payload
+//!   tag  payload                            Value
+//!   0x01 (none)                             Null
+//!   0x02 (none)                             Bool(false)
+//!   0x03 (none)                             Bool(true)
+//!   0x04 zigzag varint                      Int(i64)
+//!   0x05 8 bytes, little-endian             Float(f64): the IEEE-754 bits (f64::to_bits)
+//!   0x06 str                                String
+//!   0x07 zigzag varint                      Timestamp: milliseconds since the Unix epoch
+//!   0x08 count:varint value{count}          Array
+//!   0x09 map                                Object
+//! ```
+//!
+//! Every other tag, 0x00 included, is invalid (so a run of zero bytes never decodes as
+//! values). The event's `cancelled` flag is not stored: a decoded event is never cancelled.
+//!
+//! - **varint**: an unsigned 64-bit number in LEB128: 7 bits per byte, least significant
+//!   group first; the high bit (0x80) is set on every byte but the last. It is at most 10
+//!   bytes long, and the 10th byte, if any, is 0x00 or 0x01 (the number fits in 64 bits).
+//!   It is minimal: a varint of more than one byte never ends in 0x00. Lengths and counts
+//!   are varints.
+//! - **zigzag varint**: a signed 64-bit `n` is written as the varint of
+//!   `(n << 1) ^ (n >> 63)` (arithmetic shift), so 0, -1, 1, -2, ... become 0, 1, 2, 3, ...
+//! - **map keys** are strictly ascending in byte order (the order of `BTreeMap<String, _>`),
+//!   hence unique.
+//! - **nesting**: an Array or Object directly inside the fields or metadata map is at depth
+//!   1, a container inside that one at depth 2, and so on; depth never exceeds
+//!   [`MAX_DEPTH`].
+//! - The record is exactly one event: nothing follows the metadata map.
+//!
+//! A decoder of version 1 rejects any input that breaks one of these rules, which makes the
+//! encoding canonical: an input that decodes re-encodes to the same bytes.
+//!
+//! # Example
+//!
+//! Fields `{"a": 1}`, empty metadata: `01 01 01 61 04 02 00`
+//! (version, 1 entry, key length 1, `a`, Int tag, zigzag(1) = 2, 0 metadata entries).
+//!
+//! # Hostile input
+//!
+//! [`decode`] never panics: a length or count larger than the bytes that remain is an error
+//! before anything is allocated, and nesting is bounded by [`MAX_DEPTH`] so a crafted record
+//! cannot overflow the stack. The encoder writes what it is given; a value nested deeper than
+//! [`MAX_DEPTH`] (which the JSON codec, limited to 128 levels, never produces) would encode
+//! but not decode.
+
+use crate::event::Event;
+use crate::timestamp::Timestamp;
+use crate::value::{Map, Value};
+
+/// The version byte this build writes, and the only one it reads.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// The deepest nesting of arrays and objects a record may hold (see the module docs).
+///
+/// Well above what the JSON codec accepts (128 levels), so that parsed JSON moved under a
+/// nested target still fits, and low enough that decoding cannot exhaust a thread's stack.
+pub const MAX_DEPTH: usize = 512;
+
+const TAG_NULL: u8 = 0x01;
+const TAG_FALSE: u8 = 0x02;
+const TAG_TRUE: u8 = 0x03;
+const TAG_INT: u8 = 0x04;
+const TAG_FLOAT: u8 = 0x05;
+const TAG_STRING: u8 = 0x06;
+const TAG_TIMESTAMP: u8 = 0x07;
+const TAG_ARRAY: u8 = 0x08;
+const TAG_OBJECT: u8 = 0x09;
+
+/// Why a record could not be decoded. Offsets count bytes from the start of the record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The first byte is not a version this build reads.
+    #[error("unknown format version {found} (this build reads version {FORMAT_VERSION})")]
+    UnknownVersion { found: u8 },
+    /// The input ends in the middle of an item (`what`: "format version", "value tag",
+    /// "float", "key length", ...) that starts at `offset`.
+    #[error("truncated: {what} at offset {offset} runs past the end of the input ({len} bytes)")]
+    Truncated {
+        what: &'static str,
+        offset: usize,
+        len: usize,
+    },
+    /// A length or count (`what`) declares more than the input has left after it.
+    #[error("truncated: {what} {declared} at offset {offset} exceeds remaining {remaining} bytes")]
+    LengthExceedsInput {
+        what: &'static str,
+        declared: u64,
+        offset: usize,
+        remaining: usize,
+    },
+    /// A varint longer than 64 bits.
+    #[error("invalid varint for {what} at offset {offset}: does not fit in 64 bits")]
+    VarintOverflow { what: &'static str, offset: usize },
+    /// A varint with needless trailing zero groups.
+    #[error("invalid varint for {what} at offset {offset}: not minimally encoded")]
+    VarintNotMinimal { what: &'static str, offset: usize },
+    #[error("unknown value tag 0x{tag:02x} at offset {offset}")]
+    UnknownTag { tag: u8, offset: usize },
+    /// `offset` is that of the first byte that is not valid UTF-8.
+    #[error("invalid UTF-8 in {what} at offset {offset}")]
+    InvalidUtf8 { what: &'static str, offset: usize },
+    /// A key equal to or before the previous key of its map (a duplicate, or out of order).
+    #[error("key at offset {offset} does not follow the previous key in ascending order (keys must be unique and sorted)")]
+    KeyOutOfOrder { offset: usize },
+    /// An array or object (its tag at `offset`) deeper than [`MAX_DEPTH`].
+    #[error("nesting deeper than {MAX_DEPTH} levels at offset {offset}")]
+    TooDeep { offset: usize },
+    /// Bytes after the end of the event.
+    #[error("{count} trailing byte(s) at offset {offset} after the end of the event")]
+    TrailingBytes { offset: usize, count: usize },
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------------
+
+/// Appends the encoding of `event` (fields and metadata) to `out`, growing `out` at most once.
+pub fn encode(event: &Event, out: &mut Vec<u8>) {
+    out.reserve(encoded_len(event));
+    out.push(FORMAT_VERSION);
+    put_map(event.fields(), out);
+    put_map(event.metadata(), out);
+}
+
+/// The exact number of bytes [`encode`] appends for `event`.
+pub fn encoded_len(event: &Event) -> usize {
+    1 + map_len(event.fields()) + map_len(event.metadata())
+}
+
+fn varint_len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn unzigzag(n: u64) -> i64 {
+    ((n >> 1) as i64) ^ -((n & 1) as i64)
+}
+
+fn str_len(s: &str) -> usize {
+    varint_len(s.len() as u64) + s.len()
+}
+
+fn map_len(m: &Map) -> usize {
+    varint_len(m.len() as u64)
+        + m.iter()
+            .map(|(k, v)| str_len(k) + value_len(v))
+            .sum::<usize>()
+}
+
+fn value_len(v: &Value) -> usize {
+    1 + match v {
+        Value::Null | Value::Bool(_) => 0,
+        Value::Int(i) => varint_len(zigzag(*i)),
+        Value::Float(_) => 8,
+        Value::String(s) => str_len(s),
+        Value::Timestamp(t) => varint_len(zigzag(t.millis())),
+        Value::Array(items) => {
+            varint_len(items.len() as u64) + items.iter().map(value_len).sum::<usize>()
+        }
+        Value::Object(m) => map_len(m),
+    }
+}
+
+fn put_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_str(s: &str, out: &mut Vec<u8>) {
+    put_varint(s.len() as u64, out);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_map(m: &Map, out: &mut Vec<u8>) {
+    put_varint(m.len() as u64, out);
+    for (k, v) in m {
+        put_str(k, out);
+        put_value(v, out);
+    }
+}
+
+fn put_value(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(TAG_NULL),
+        Value::Bool(false) => out.push(TAG_FALSE),
+        Value::Bool(true) => out.push(TAG_TRUE),
+        Value::Int(i) => {
+            out.push(TAG_INT);
+            put_varint(zigzag(*i), out);
+        }
+        Value::Float(f) => {
+            out.push(TAG_FLOAT);
+            out.extend_from_slice(&f.to_bits().to_le_bytes());
+        }
+        Value::String(s) => {
+            out.push(TAG_STRING);
+            put_str(s, out);
+        }
+        Value::Timestamp(t) => {
+            out.push(TAG_TIMESTAMP);
+            put_varint(zigzag(t.millis()), out);
+        }
+        Value::Array(items) => {
+            out.push(TAG_ARRAY);
+            put_varint(items.len() as u64, out);
+            for item in items {
+                put_value(item, out);
+            }
+        }
+        Value::Object(m) => {
+            out.push(TAG_OBJECT);
+            put_map(m, out);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Decoding
+// ---------------------------------------------------------------------------------------
+
+/// Decodes one event from exactly `bytes`. Never panics; trailing bytes are an error.
+pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    let mut r = Reader { buf: bytes, pos: 0 };
+    let version = r.byte("format version")?;
+    if version != FORMAT_VERSION {
+        return Err(DecodeError::UnknownVersion { found: version });
+    }
+    let fields = r.map(0)?;
+    let metadata = r.map(0)?;
+    if r.pos != bytes.len() {
+        return Err(DecodeError::TrailingBytes {
+            offset: r.pos,
+            count: bytes.len() - r.pos,
+        });
+    }
+    Ok(Event::from_parts(fields, metadata))
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn truncated(&self, what: &'static str, offset: usize) -> DecodeError {
+        DecodeError::Truncated {
+            what,
+            offset,
+            len: self.buf.len(),
+        }
+    }
+
+    fn byte(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.truncated(what, self.pos)),
+        }
+    }
+
+    fn varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        let mut value = 0u64;
+        let mut shift = 0u32;
+        loop {
+            let Some(&b) = self.buf.get(self.pos) else {
+                return Err(self.truncated(what, start));
+            };
+            self.pos += 1;
+            if shift == 63 && b > 1 {
+                return Err(DecodeError::VarintOverflow {
+                    what,
+                    offset: start,
+                });
+            }
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                if b == 0 && shift > 0 {
+                    return Err(DecodeError::VarintNotMinimal {
+                        what,
+                        offset: start,
+                    });
+                }
+                return Ok(value);
+            }
+            // Below 63 here: at shift 63 only 0x00 and 0x01 pass, and both end the varint.
+            shift += 7;
+        }
+    }
+
+    /// A length or count that must not exceed the bytes left after it; returned as usize.
+    fn length(&mut self, what: &'static str) -> Result<usize, DecodeError> {
+        let offset = self.pos;
+        let declared = self.varint(what)?;
+        let remaining = self.remaining();
+        if declared > remaining as u64 {
+            return Err(DecodeError::LengthExceedsInput {
+                what,
+                declared,
+                offset,
+                remaining,
+            });
+        }
+        Ok(declared as usize)
+    }
+
+    /// A length-prefixed UTF-8 string; returns it with the offset of its first byte.
+    fn str(&mut self, what_len: &'static str, what: &'static str) -> Result<&'a str, DecodeError> {
+        let len = self.length(what_len)?;
+        let start = self.pos;
+        let bytes = &self.buf[start..start + len];
+        self.pos += len;
+        std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 {
+            what,
+            offset: start + e.valid_up_to(),
+        })
+    }
+
+    /// A map whose entries are values at `depth + 1` if they are containers.
+    fn map(&mut self, depth: usize) -> Result<Map, DecodeError> {
+        let count = self.length("map count")?;
+        let mut map = Map::new();
+        let mut prev: Option<&'a str> = None;
+        for _ in 0..count {
+            let key_offset = self.pos;
+            let key = self.str("key length", "key")?;
+            if prev.is_some_and(|p| p.as_bytes() >= key.as_bytes()) {
+                return Err(DecodeError::KeyOutOfOrder { offset: key_offset });
+            }
+            prev = Some(key);
+            let value = self.value(depth)?;
+            map.insert(key.to_owned(), value);
+        }
+        Ok(map)
+    }
+
+    /// One value held by a container at `depth` (0 = the fields or metadata map).
+    fn value(&mut self, depth: usize) -> Result<Value, DecodeError> {
+        let offset = self.pos;
+        let tag = self.byte("value tag")?;
+        Ok(match tag {
+            TAG_NULL => Value::Null,
+            TAG_FALSE => Value::Bool(false),
+            TAG_TRUE => Value::Bool(true),
+            TAG_INT => Value::Int(unzigzag(self.varint("int")?)),
+            TAG_FLOAT => {
+                let start = self.pos;
+                let Some(bytes) = self.buf.get(start..start + 8) else {
+                    return Err(self.truncated("float", start));
+                };
+                self.pos += 8;
+                let mut bits = [0u8; 8];
+                bits.copy_from_slice(bytes);
+                Value::Float(f64::from_bits(u64::from_le_bytes(bits)))
+            }
+            TAG_STRING => Value::String(self.str("string length", "string")?.to_owned()),
+            TAG_TIMESTAMP => {
+                Value::Timestamp(Timestamp::from_millis(unzigzag(self.varint("timestamp")?)))
+            }
+            TAG_ARRAY | TAG_OBJECT => {
+                if depth >= MAX_DEPTH {
+                    return Err(DecodeError::TooDeep { offset });
+                }
+                if tag == TAG_OBJECT {
+                    Value::Object(self.map(depth + 1)?)
+                } else {
+                    // Every element takes at least one byte, so `count` (checked against
+                    // the remaining bytes) bounds the allocation by the input's size.
+                    let count = self.length("array count")?;
+                    let mut items = Vec::with_capacity(count);
+                    for _ in 0..count {
+                        items.push(self.value(depth + 1)?);
+                    }
+                    Value::Array(items)
+                }
+            }
+            tag => return Err(DecodeError::UnknownTag { tag, offset }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(e: &Event) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(e, &mut out);
+        out
+    }
+
+    fn obj(entries: &[(&str, Value)]) -> Map {
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    /// Equality that compares floats by their bits (NaN payloads, -0.0).
+    fn same_value(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b))
+            }
+            (Value::Object(x), Value::Object(y)) => same_map(x, y),
+            _ => a == b,
+        }
+    }
+
+    fn same_map(a: &Map, b: &Map) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|((ka, va), (kb, vb))| ka == kb && same_value(va, vb))
+    }
+
+    fn assert_round_trip(e: &Event) -> Vec<u8> {
+        let bytes = enc(e);
+        assert_eq!(bytes.len(), encoded_len(e));
+        let back = decode(&bytes).unwrap();
+        assert!(same_map(back.fields(), e.fields()), "fields differ");
+        assert!(same_map(back.metadata(), e.metadata()), "metadata differ");
+        bytes
+    }
+
+    fn all_kinds() -> Event {
+        let nested = obj(&[
+            ("empty_array", Value::Array(vec![])),
+            ("empty_object", Value::Object(Map::new())),
+            (
+                "list",
+                Value::Array(vec![
+                    Value::Null,
+                    Value::Bool(true),
+                    Value::Int(-1),
+                    Value::Float(2.5),
+                    "x".into(),
+                    Value::Timestamp(Timestamp::from_millis(-1)),
+                    Value::Array(vec![Value::Object(obj(&[("deep", Value::Int(7))]))]),
+                ]),
+            ),
+        ]);
+        let fields = obj(&[
+            (
+                "@timestamp",
+                Value::Timestamp(Timestamp::from_millis(1_600_000_000_123)),
+            ),
+            ("@version", "1".into()),
+            ("message", "héllo wörld ✓ 🚀".into()),
+            ("null", Value::Null),
+            ("yes", Value::Bool(true)),
+            ("no", Value::Bool(false)),
+            ("int_min", Value::Int(i64::MIN)),
+            ("int_max", Value::Int(i64::MAX)),
+            ("zero", Value::Int(0)),
+            ("float", Value::Float(-1234.5678)),
+            ("neg_zero", Value::Float(-0.0)),
+            ("inf", Value::Float(f64::NEG_INFINITY)),
+            ("nan", Value::Float(f64::from_bits(0x7ff8_dead_beef_0001))),
+            ("ts_min", Value::Timestamp(Timestamp::from_millis(i64::MIN))),
+            ("ünïcödé kéy 🔑", "v".into()),
+            ("", "empty key".into()),
+            ("nested", Value::Object(nested)),
+        ]);
+        let metadata = obj(&[
+            ("index", "logs-2020".into()),
+            ("count", Value::Int(3)),
+            (
+                "sub",
+                Value::Object(obj(&[("a", Value::Array(vec![1i64.into()]))])),
+            ),
+        ]);
+        Event::from_parts(fields, metadata)
+    }
+
+    #[test]
+    fn round_trips_every_kind() {
+        let e = all_kinds();
+        assert_round_trip(&e);
+        // Types are kept, not just values.
+        let back = decode(&enc(&e)).unwrap();
+        assert_eq!(back.get_field("zero"), Some(&Value::Int(0)));
+        assert!(matches!(back.get_field("float"), Some(Value::Float(_))));
+        assert!(back.timestamp().is_some());
+        match back.get_field("neg_zero") {
+            Some(Value::Float(f)) => assert!(f.is_sign_negative() && *f == 0.0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn round_trips_empty_and_real_events() {
+        assert_round_trip(&Event::from_parts(Map::new(), Map::new()));
+        let mut e = Event::with_message("a log line");
+        e.add_tag("t");
+        e.cancel();
+        let back = decode(&assert_round_trip(&e)).unwrap();
+        assert!(!back.is_cancelled(), "cancelled is not serialised");
+        assert_eq!(back.into_parts(), e.into_parts());
+    }
+
+    #[test]
+    fn fields_and_metadata_stay_apart() {
+        let e = Event::from_parts(obj(&[("k", "field".into())]), obj(&[("k", "meta".into())]));
+        let back = decode(&enc(&e)).unwrap();
+        assert_eq!(back.get_field("k"), Some(&"field".into()));
+        assert_eq!(back.metadata().get("k"), Some(&"meta".into()));
+    }
+
+    #[test]
+    fn layout_matches_the_documented_example() {
+        let e = Event::from_parts(obj(&[("a", Value::Int(1))]), Map::new());
+        assert_eq!(enc(&e), [0x01, 0x01, 0x01, b'a', TAG_INT, 0x02, 0x00]);
+        let e = Event::from_parts(
+            obj(&[
+                ("f", Value::Float(1.0)),
+                ("n", Value::Int(-65)),
+                ("t", Value::Timestamp(Timestamp::from_millis(64))),
+            ]),
+            obj(&[("b", Value::Bool(true))]),
+        );
+        let mut want = vec![0x01, 0x03];
+        want.extend([0x01, b'f', TAG_FLOAT]);
+        want.extend(1.0f64.to_bits().to_le_bytes());
+        want.extend([0x01, b'n', TAG_INT, 0x81, 0x01]); // zigzag(-65) = 129
+        want.extend([0x01, b't', TAG_TIMESTAMP, 0x80, 0x01]); // zigzag(64) = 128
+        want.extend([0x01, 0x01, b'b', TAG_TRUE]);
+        assert_eq!(enc(&e), want);
+    }
+
+    #[test]
+    fn encode_appends_and_reserves_once() {
+        let e = all_kinds();
+        let mut out = vec![0xaa, 0xbb];
+        encode(&e, &mut out);
+        assert_eq!(&out[..2], &[0xaa, 0xbb]);
+        assert_eq!(decode(&out[2..]).unwrap().fields().len(), e.fields().len());
+
+        let mut out = Vec::new();
+        encode(&e, &mut out);
+        assert_eq!(
+            out.len(),
+            out.capacity(),
+            "exact reservation: {}",
+            out.len()
+        );
+    }
+
+    #[test]
+    fn varints_and_zigzag() {
+        for v in [0u64, 1, 127, 128, 16383, 16384, u64::MAX >> 1, u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(v, &mut out);
+            assert_eq!(out.len(), varint_len(v), "{v}");
+            let mut r = Reader { buf: &out, pos: 0 };
+            assert_eq!(r.varint("test").unwrap(), v);
+            assert_eq!(r.pos, out.len());
+        }
+        for n in [0i64, -1, 1, -2, 2, i64::MIN, i64::MAX] {
+            assert_eq!(unzigzag(zigzag(n)), n);
+        }
+        assert_eq!(zigzag(0), 0);
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+        assert_eq!(zigzag(i64::MIN), u64::MAX);
+    }
+
+    #[test]
+    fn version_byte_is_checked() {
+        let mut bytes = enc(&all_kinds());
+        assert_eq!(bytes[0], FORMAT_VERSION);
+        bytes[0] = 7;
+        let err = decode(&bytes).unwrap_err();
+        assert_eq!(err, DecodeError::UnknownVersion { found: 7 });
+        assert_eq!(
+            err.to_string(),
+            "unknown format version 7 (this build reads version 1)"
+        );
+    }
+
+    #[test]
+    fn empty_input_is_truncated() {
+        let err = decode(&[]).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::Truncated {
+                what: "format version",
+                offset: 0,
+                len: 0
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "truncated: format version at offset 0 runs past the end of the input (0 bytes)"
+        );
+    }
+
+    #[test]
+    fn truncated_items() {
+        // Missing metadata map.
+        assert_eq!(
+            decode(&[1, 0]).unwrap_err(),
+            DecodeError::Truncated {
+                what: "map count",
+                offset: 2,
+                len: 2
+            }
+        );
+        // Missing value tag.
+        assert_eq!(
+            decode(&[1, 1, 1, b'a']).unwrap_err(),
+            DecodeError::Truncated {
+                what: "value tag",
+                offset: 4,
+                len: 4
+            }
+        );
+        // Float with 3 of its 8 bytes.
+        assert_eq!(
+            decode(&[1, 1, 1, b'a', TAG_FLOAT, 0, 0, 0]).unwrap_err(),
+            DecodeError::Truncated {
+                what: "float",
+                offset: 5,
+                len: 8
+            }
+        );
+        // Varint cut after a continuation byte.
+        assert_eq!(
+            decode(&[1, 1, 1, b'a', TAG_INT, 0x80]).unwrap_err(),
+            DecodeError::Truncated {
+                what: "int",
+                offset: 5,
+                len: 6
+            }
+        );
+    }
+
+    #[test]
+    fn lengths_beyond_the_input_fail_before_allocating() {
+        // Key length 0xAC 0x02 = 300 at offset 2, 3 bytes left.
+        let err = decode(&[1, 1, 0xac, 0x02, b'a', b'b', b'c']).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::LengthExceedsInput {
+                what: "key length",
+                declared: 300,
+                offset: 2,
+                remaining: 3
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "truncated: key length 300 at offset 2 exceeds remaining 3 bytes"
+        );
+        // String length.
+        let err = decode(&[1, 1, 1, b'a', TAG_STRING, 5, b'x']).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "truncated: string length 5 at offset 5 exceeds remaining 1 bytes"
+        );
+        // An array claiming u64::MAX elements.
+        let mut bytes = vec![1, 1, 1, b'a', TAG_ARRAY];
+        put_varint(u64::MAX, &mut bytes);
+        bytes.extend([TAG_NULL, 0]);
+        assert_eq!(
+            decode(&bytes).unwrap_err(),
+            DecodeError::LengthExceedsInput {
+                what: "array count",
+                declared: u64::MAX,
+                offset: 5,
+                remaining: 2
+            }
+        );
+        // A map claiming a billion entries.
+        let mut bytes = vec![1];
+        put_varint(1 << 30, &mut bytes);
+        assert!(matches!(
+            decode(&bytes).unwrap_err(),
+            DecodeError::LengthExceedsInput {
+                what: "map count",
+                declared: 1073741824,
+                offset: 1,
+                remaining: 0
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_varints() {
+        // 11 bytes of continuation.
+        let mut bytes = vec![1];
+        bytes.extend([0xff; 10]);
+        bytes.push(0x01);
+        assert_eq!(
+            decode(&bytes).unwrap_err(),
+            DecodeError::VarintOverflow {
+                what: "map count",
+                offset: 1
+            }
+        );
+        // 10th byte carrying more than the 64th bit.
+        let mut bytes = vec![1, 1, 1, b'a', TAG_INT];
+        bytes.extend([0xff; 9]);
+        bytes.extend([0x02, 0]);
+        let err = decode(&bytes).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::VarintOverflow {
+                what: "int",
+                offset: 5
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid varint for int at offset 5: does not fit in 64 bits"
+        );
+        // Non-minimal: 0 written as 0x80 0x00.
+        let err = decode(&[1, 0x80, 0x00, 0]).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::VarintNotMinimal {
+                what: "map count",
+                offset: 1
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid varint for map count at offset 1: not minimally encoded"
+        );
+    }
+
+    #[test]
+    fn unknown_tags() {
+        for tag in [0x00, 0x0a, 0xff] {
+            let err = decode(&[1, 1, 1, b'a', tag, 0]).unwrap_err();
+            assert_eq!(err, DecodeError::UnknownTag { tag, offset: 4 });
+        }
+        assert_eq!(
+            decode(&[1, 1, 1, b'a', 0x00, 0]).unwrap_err().to_string(),
+            "unknown value tag 0x00 at offset 4"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8() {
+        // Key "a\xff" at offset 2, its bytes from 3: the bad byte is at 4.
+        let err = decode(&[1, 1, 2, b'a', 0xff, TAG_NULL, 0]).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::InvalidUtf8 {
+                what: "key",
+                offset: 4
+            }
+        );
+        assert_eq!(err.to_string(), "invalid UTF-8 in key at offset 4");
+        // A string value cut in the middle of a multi-byte character.
+        let err = decode(&[1, 1, 1, b'a', TAG_STRING, 1, 0xc3, 0]).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::InvalidUtf8 {
+                what: "string",
+                offset: 6
+            }
+        );
+    }
+
+    #[test]
+    fn keys_must_be_sorted_and_unique() {
+        // "b" then "a".
+        let bytes = [1, 2, 1, b'b', TAG_NULL, 1, b'a', TAG_NULL, 0];
+        let err = decode(&bytes).unwrap_err();
+        assert_eq!(err, DecodeError::KeyOutOfOrder { offset: 5 });
+        assert!(err.to_string().starts_with("key at offset 5 "));
+        // Duplicate "a" in the metadata map.
+        let bytes = [1, 0, 2, 1, b'a', TAG_NULL, 1, b'a', TAG_TRUE];
+        assert_eq!(
+            decode(&bytes).unwrap_err(),
+            DecodeError::KeyOutOfOrder { offset: 6 }
+        );
+        // "" < "a" < "aa" < "b" is fine.
+        let bytes = [
+            1, 4, 0, TAG_NULL, 1, b'a', TAG_NULL, 2, b'a', b'a', TAG_NULL, 1, b'b', TAG_NULL, 0,
+        ];
+        assert_eq!(decode(&bytes).unwrap().fields().len(), 4);
+    }
+
+    #[test]
+    fn trailing_bytes_are_rejected() {
+        let mut bytes = enc(&all_kinds());
+        let n = bytes.len();
+        bytes.extend([0, 0]);
+        let err = decode(&bytes).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::TrailingBytes {
+                offset: n,
+                count: 2
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("2 trailing byte(s) at offset {n} after the end of the event")
+        );
+    }
+
+    fn nested(depth: usize) -> Value {
+        let mut v = Value::Int(1);
+        for i in 0..depth {
+            v = if i % 2 == 0 {
+                Value::Array(vec![v])
+            } else {
+                Value::Object(obj(&[("k", v)]))
+            };
+        }
+        v
+    }
+
+    #[test]
+    fn nesting_up_to_the_limit_round_trips() {
+        let e = Event::from_parts(obj(&[("deep", nested(MAX_DEPTH))]), Map::new());
+        assert_round_trip(&e);
+    }
+
+    #[test]
+    fn nesting_beyond_the_limit_is_an_error() {
+        let e = Event::from_parts(Map::new(), obj(&[("deep", nested(MAX_DEPTH + 1))]));
+        let bytes = enc(&e);
+        // metadata: version, empty fields, count 1, key "deep" (5 bytes), then the tags.
+        let first_tag = 1 + 1 + 1 + 5;
+        assert!(
+            matches!(decode(&bytes).unwrap_err(), DecodeError::TooDeep { offset } if offset > first_tag)
+        );
+
+        // A hostile record: a million nested one-element arrays must not overflow the stack.
+        let mut bytes = vec![1, 1, 1, b'a'];
+        for _ in 0..1_000_000 {
+            bytes.extend([TAG_ARRAY, 1]);
+        }
+        let err = decode(&bytes).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::TooDeep {
+                offset: 4 + 2 * MAX_DEPTH
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "nesting deeper than 512 levels at offset {}",
+                4 + 2 * MAX_DEPTH
+            )
+        );
+    }
+
+    #[test]
+    fn decoded_input_re_encodes_to_the_same_bytes() {
+        let bytes = enc(&all_kinds());
+        assert_eq!(enc(&decode(&bytes).unwrap()), bytes);
+    }
+}

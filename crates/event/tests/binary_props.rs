@@ -1,0 +1,156 @@
+//! Property tests of the queue's binary event format (`sluice_event::binary`).
+
+use proptest::collection::{btree_map, vec};
+use proptest::prelude::*;
+use sluice_event::binary::{decode, encode, encoded_len, DecodeError};
+use sluice_event::{Event, Map, Timestamp, Value};
+
+/// Equality that compares floats by their bits, so NaN payloads and -0.0 count.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => same_map(x, y),
+        _ => a == b,
+    }
+}
+
+fn same_map(a: &Map, b: &Map) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ka, va), (kb, vb))| ka == kb && same_value(va, vb))
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "[a-c@_\\[\\]]{0,4}",
+        1 => any::<String>(),
+    ]
+}
+
+fn float() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        4 => any::<u64>().prop_map(f64::from_bits),
+        1 => prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(f64::NAN),
+            Just(-f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::MIN_POSITIVE),
+            Just(1.5),
+        ],
+    ]
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::Int),
+        (-1000i64..1000).prop_map(Value::Int),
+        float().prop_map(Value::Float),
+        any::<String>().prop_map(Value::String),
+        any::<i64>().prop_map(|m| Value::Timestamp(Timestamp::from_millis(m))),
+        (0i64..4_000_000_000_000).prop_map(|m| Value::Timestamp(Timestamp::from_millis(m))),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(6, 96, 8, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..8).prop_map(Value::Array),
+            btree_map(key(), inner, 0..8).prop_map(Value::Object),
+        ]
+    })
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    (
+        btree_map(key(), value(), 0..8),
+        btree_map(key(), value(), 0..4),
+    )
+        .prop_map(|(fields, metadata)| Event::from_parts(fields, metadata))
+}
+
+fn enc(e: &Event) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(e, &mut out);
+    out
+}
+
+/// Decodes without panicking; whatever decodes must re-encode to the very same bytes
+/// (the format is canonical).
+fn check_decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    let result = decode(bytes);
+    if let Ok(e) = &result {
+        assert_eq!(enc(e), bytes, "a decodable input is canonical");
+    }
+    result
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn round_trip(e in event()) {
+        let bytes = enc(&e);
+        prop_assert_eq!(bytes.len(), encoded_len(&e));
+        let back = decode(&bytes).unwrap();
+        prop_assert!(same_map(back.fields(), e.fields()));
+        prop_assert!(same_map(back.metadata(), e.metadata()));
+        prop_assert_eq!(enc(&back), bytes);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in vec(any::<u8>(), 0..512)) {
+        let _ = check_decode(&bytes);
+    }
+
+    /// Random bytes after a valid version byte, drawn mostly from the tags and small
+    /// lengths, so that decoding gets past the first few bytes.
+    #[test]
+    fn plausible_bytes_never_panic(
+        body in vec(prop_oneof![4 => 0u8..12, 1 => Just(b'a'), 1 => Just(0x80u8), 1 => any::<u8>()], 0..256)
+    ) {
+        let mut bytes = vec![1u8];
+        bytes.extend(body);
+        let _ = check_decode(&bytes);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error(e in event()) {
+        let bytes = enc(&e);
+        for len in 0..bytes.len() {
+            prop_assert!(check_decode(&bytes[..len]).is_err(), "prefix of {} bytes decoded", len);
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        let is_trailing = matches!(
+            decode(&longer),
+            Err(DecodeError::TrailingBytes { count: 1, .. })
+        );
+        prop_assert!(is_trailing);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn flipping_any_byte_never_panics(e in event(), mask in 1u8..=255) {
+        let bytes = enc(&e);
+        let mut copy = bytes.clone();
+        for i in 0..bytes.len() {
+            for m in [mask, 0x01, 0x80, 0xff] {
+                copy[i] ^= m;
+                let _ = check_decode(&copy);
+                copy[i] = bytes[i];
+            }
+        }
+    }
+}
