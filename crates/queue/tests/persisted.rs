@@ -1,0 +1,279 @@
+//! Behaviour of the persisted queue on simulated storage: ordering, acks, replay after a
+//! stop or a kill, page rollover and deletion, back-pressure, torn tails, full disks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_queue::sim::{SimStorage, Survival};
+use sluice_queue::{PersistedQueue, QueueConfig, QueueError, RecordBatch};
+
+fn cfg() -> QueueConfig {
+    QueueConfig {
+        page_capacity: 1024,
+        max_bytes: 1 << 20,
+        ..QueueConfig::default()
+    }
+}
+
+fn open(s: &SimStorage, c: QueueConfig) -> Arc<PersistedQueue> {
+    PersistedQueue::open(Arc::new(s.clone()), c).unwrap()
+}
+
+fn push(q: &PersistedQueue, items: std::ops::Range<u32>) {
+    let mut b = RecordBatch::new();
+    for i in items {
+        b.push(format!("event-{i:05}").as_bytes());
+    }
+    q.push(&mut b).unwrap();
+}
+
+/// Reads everything available now (without waiting), acking when asked.
+fn drain(q: &PersistedQueue, ack: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    while q.stats().unread_events > 0 {
+        let b = q.read_batch(7, Duration::ZERO).unwrap();
+        for r in &b.records {
+            out.push(String::from_utf8(b.data[r.clone()].to_vec()).unwrap());
+        }
+        if ack {
+            q.ack(b.token);
+        }
+    }
+    out
+}
+
+fn names(r: std::ops::Range<u32>) -> Vec<String> {
+    r.map(|i| format!("event-{i:05}")).collect()
+}
+
+#[test]
+fn fifo_across_pages_and_acked_pages_are_deleted() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    push(&q, 0..100);
+    push(&q, 100..250);
+    assert!(s.list_pages_for_test() > 3, "small pages should roll over");
+    assert_eq!(drain(&q, true), names(0..250));
+    q.shutdown();
+    // Only the head page is left once everything is acked.
+    assert_eq!(s.list_pages_for_test(), 1);
+    let q = open(&s, cfg());
+    assert_eq!(q.stats().unacked_events, 0);
+    assert!(drain(&q, true).is_empty());
+}
+
+#[test]
+fn graceful_restart_replays_only_unacked() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    push(&q, 0..60);
+    let b = q.read_batch(25, Duration::ZERO).unwrap();
+    assert_eq!(b.records.len(), 25);
+    q.ack(b.token);
+    // Read but not acked: must come back.
+    let unacked = q.read_batch(5, Duration::ZERO).unwrap();
+    assert_eq!(unacked.records.len(), 5);
+    q.shutdown();
+    let q = open(&s, cfg());
+    assert_eq!(drain(&q, true), names(25..60));
+}
+
+#[test]
+fn killed_process_loses_nothing_pushed() {
+    let s = SimStorage::new();
+    let q = open(
+        &s,
+        QueueConfig {
+            checkpoint_writes: 1_000_000,
+            checkpoint_acks: 1_000_000,
+            ..cfg()
+        },
+    );
+    push(&q, 0..40);
+    let b = q.read_batch(10, Duration::ZERO).unwrap();
+    q.ack(b.token);
+    push(&q, 40..90);
+    // No shutdown: the process dies with everything in the page cache.
+    let after = s.after_kill();
+    std::mem::forget(q);
+    let q = open(&after, cfg());
+    let got = drain(&q, true);
+    // At-least-once: acked events may come back, pushed ones never go missing.
+    for n in names(10..90) {
+        assert!(got.contains(&n), "{n} lost");
+    }
+    let mut sorted = got.clone();
+    sorted.dedup();
+    assert_eq!(sorted.len(), got.len(), "duplicates within one replay");
+}
+
+#[test]
+fn power_loss_keeps_everything_synced_with_checkpoint_writes_1() {
+    for keep in [0.0, 0.3, 0.7, 1.0] {
+        for torn in [0, 3, 17, 40] {
+            let s = SimStorage::new();
+            let q = open(
+                &s,
+                QueueConfig {
+                    checkpoint_writes: 1,
+                    ..cfg()
+                },
+            );
+            for k in 0..20 {
+                push(&q, k * 7..(k + 1) * 7);
+            }
+            let after = s.power_loss(Survival {
+                keep_fraction: keep,
+                torn_bytes: torn,
+            });
+            std::mem::forget(q);
+            let q = open(&after, cfg());
+            let got = drain(&q, true);
+            assert_eq!(got, names(0..140), "keep {keep} torn {torn}");
+        }
+    }
+}
+
+#[test]
+fn torn_tail_is_cut_and_writing_resumes() {
+    let s = SimStorage::new();
+    let q = open(
+        &s,
+        QueueConfig {
+            checkpoint_writes: 1_000_000,
+            ..cfg()
+        },
+    );
+    push(&q, 0..5);
+    q.shutdown();
+    let s2 = s.power_loss(Survival {
+        keep_fraction: 1.0,
+        torn_bytes: 0,
+    });
+    let q = open(
+        &s2,
+        QueueConfig {
+            checkpoint_writes: 1,
+            ..cfg()
+        },
+    );
+    push(&q, 5..8);
+    let after = s2.power_loss(Survival {
+        keep_fraction: 0.0,
+        torn_bytes: 10,
+    });
+    std::mem::forget(q);
+    let q = open(&after, cfg());
+    push(&q, 8..10);
+    assert_eq!(drain(&q, true), names(0..10));
+}
+
+#[test]
+fn max_events_blocks_writers_until_acks() {
+    let s = SimStorage::new();
+    let q = open(
+        &s,
+        QueueConfig {
+            max_events: 10,
+            ..cfg()
+        },
+    );
+    push(&q, 0..10);
+    let q2 = Arc::clone(&q);
+    let writer = std::thread::spawn(move || push(&q2, 10..15));
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!writer.is_finished(), "writer should block on a full queue");
+    assert_eq!(q.stats().unacked_events, 10);
+    let b = q.read_batch(6, Duration::ZERO).unwrap();
+    q.ack(b.token);
+    writer.join().unwrap();
+    assert_eq!(q.stats().unacked_events, 9);
+}
+
+#[test]
+fn batch_larger_than_max_events_is_taken_by_an_empty_queue() {
+    let s = SimStorage::new();
+    let q = open(
+        &s,
+        QueueConfig {
+            max_events: 3,
+            ..cfg()
+        },
+    );
+    push(&q, 0..5);
+    assert_eq!(q.stats().unacked_events, 5);
+}
+
+#[test]
+fn event_larger_than_a_page_is_rejected_with_the_setting_named() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    let mut b = RecordBatch::new();
+    b.push(&[b'x'; 2000]);
+    let err = q.push(&mut b).unwrap_err();
+    assert!(matches!(err, QueueError::TooLarge { .. }));
+    assert!(err.to_string().contains("queue.page_capacity"), "{err}");
+    push(&q, 0..3);
+    assert_eq!(drain(&q, true), names(0..3));
+}
+
+#[test]
+fn full_disk_blocks_the_writer_which_resumes_when_space_returns() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    push(&q, 0..3);
+    s.set_space_left(Some(0));
+    let q2 = Arc::clone(&q);
+    let writer = std::thread::spawn(move || push(&q2, 3..6));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!writer.is_finished());
+    // Readers are not blocked by the stuck writer.
+    let b = q.read_batch(3, Duration::ZERO).unwrap();
+    assert_eq!(b.records.len(), 3);
+    q.ack(b.token);
+    s.set_space_left(None);
+    writer.join().unwrap();
+    assert_eq!(drain(&q, true), names(3..6));
+}
+
+#[test]
+fn close_without_drain_stops_readers_and_keeps_events() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    push(&q, 0..20);
+    q.close();
+    assert!(q.read_batch(5, Duration::ZERO).is_none());
+    q.shutdown();
+    let q = open(
+        &s,
+        QueueConfig {
+            drain: true,
+            ..cfg()
+        },
+    );
+    q.close();
+    let mut got = Vec::new();
+    while let Some(b) = q.read_batch(8, Duration::ZERO) {
+        for r in &b.records {
+            got.push(String::from_utf8(b.data[r.clone()].to_vec()).unwrap());
+        }
+        q.ack(b.token);
+    }
+    assert_eq!(got, names(0..20));
+}
+
+#[test]
+fn corrupt_record_in_a_tail_page_is_skipped_and_counted() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    push(&q, 0..200);
+    q.shutdown();
+    // Flip a byte in the middle of the first page's records.
+    let first = 1;
+    s.corrupt(first, 200, &[0xFF]);
+    let q = open(&s, cfg());
+    let got = drain(&q, true);
+    assert!(got.len() < 200);
+    assert!(q.stats().corrupt_records_skipped > 0);
+    assert!(got.contains(&"event-00199".to_owned()));
+}
