@@ -16,23 +16,25 @@ pub struct Cli {
     #[arg(short = 'w', long = "pipeline.workers", value_name = "COUNT")]
     pub workers: Option<usize>,
 
-    /// Maximum number of events a worker takes from the queue at once.
-    #[arg(
-        short = 'b',
-        long = "pipeline.batch.size",
-        value_name = "SIZE",
-        default_value_t = 125
-    )]
-    pub batch_size: usize,
+    /// Maximum number of events a worker takes from the queue at once (default 125).
+    #[arg(short = 'b', long = "pipeline.batch.size", value_name = "SIZE")]
+    pub batch_size: Option<usize>,
 
-    /// Milliseconds a worker waits for a batch to fill before processing it.
-    #[arg(
-        short = 'u',
-        long = "pipeline.batch.delay",
-        value_name = "MILLIS",
-        default_value_t = 50
-    )]
-    pub batch_delay: u64,
+    /// Milliseconds a worker waits for a batch to fill before processing it (default 50).
+    #[arg(short = 'u', long = "pipeline.batch.delay", value_name = "MILLIS")]
+    pub batch_delay: Option<u64>,
+
+    /// Directory holding sluice.yml (or logstash.yml).
+    #[arg(long = "path.settings", value_name = "DIR")]
+    pub path_settings: Option<std::path::PathBuf>,
+
+    /// Directory for data sluice keeps, such as persisted queues (default: ./data).
+    #[arg(long = "path.data", value_name = "DIR")]
+    pub path_data: Option<std::path::PathBuf>,
+
+    /// Pipeline id (default: main); a persisted queue lives in <path.queue>/<id>.
+    #[arg(long = "pipeline.id", value_name = "ID")]
+    pub pipeline_id: Option<String>,
 
     /// Check the configuration (syntax, plugins and their options) and exit.
     #[arg(short = 't', long = "config.test_and_exit")]

@@ -14,7 +14,6 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    run::init_logging(args.log_level.as_deref());
     let result = match &args.command {
         Some(cli::Command::Config {
             action: cli::ConfigAction::Parse(src),

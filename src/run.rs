@@ -5,8 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_config::{Config, ParseOptions, SectionKind};
-use sluice_pipeline::queue::{EventQueue, MemoryEventQueue};
+use std::path::PathBuf;
+
+use sluice_config::settings::{QueueType, Settings};
+use sluice_pipeline::queue::{EventQueue, MemoryEventQueue, PersistedEventQueue};
 use sluice_pipeline::{graph, runtime, PipelineSettings};
+use sluice_queue::QueueConfig;
 
 use crate::cli::{Cli, ConfigSource, ParseArgs};
 
@@ -79,7 +83,24 @@ pub fn config_parse(args: &ParseArgs) -> Result<(), String> {
 }
 
 pub fn run(args: &Cli) -> Result<(), String> {
-    let mut config = load(&args.source, args.support_escapes)?;
+    let settings = match &args.path_settings {
+        Some(dir) => sluice_config::settings::load_settings(dir).map_err(|e| e.to_string())?,
+        None => Settings::default(),
+    };
+    init_logging(args.log_level.as_deref().or(settings.log_level.as_deref()));
+    for w in &settings.warnings {
+        tracing::warn!("{w}");
+    }
+    let source = if args.source.path.is_some() || args.source.config_string.is_some() {
+        args.source.clone()
+    } else {
+        ConfigSource {
+            path: settings.path_config.clone(),
+            config_string: settings.config_string.clone(),
+        }
+    };
+    let escapes = args.support_escapes || settings.config_support_escapes.unwrap_or(false);
+    let mut config = load(&source, escapes)?;
     config
         .substitute_env(&|name| std::env::var(name).ok())
         .map_err(|e| e.to_string())?;
@@ -90,33 +111,74 @@ pub fn run(args: &Cli) -> Result<(), String> {
         return Ok(());
     }
 
-    let mut settings = PipelineSettings::default();
-    if let Some(w) = args.workers {
+    let mut ps = PipelineSettings::default();
+    if let Some(id) = args
+        .pipeline_id
+        .clone()
+        .or_else(|| settings.pipeline_id.clone())
+    {
+        ps.id = id;
+    }
+    if let Some(w) = args.workers.or(settings.pipeline.workers) {
         if w == 0 {
             return Err("pipeline.workers must be at least 1".to_owned());
         }
-        settings.workers = w;
+        ps.workers = w;
     }
-    if args.batch_size == 0 {
+    let batch_size = args
+        .batch_size
+        .or(settings.pipeline.batch_size)
+        .unwrap_or(125);
+    if batch_size == 0 {
         return Err("pipeline.batch.size must be at least 1".to_owned());
     }
-    settings.batch_size = args.batch_size;
-    settings.batch_delay = Duration::from_millis(args.batch_delay);
+    ps.batch_size = batch_size;
+    ps.batch_delay = match args.batch_delay {
+        Some(ms) => Duration::from_millis(ms),
+        None => settings
+            .pipeline
+            .batch_delay
+            .unwrap_or(Duration::from_millis(50)),
+    };
 
-    // Logstash's memory queue holds one batch per worker.
-    let queue: Arc<dyn EventQueue> = Arc::new(MemoryEventQueue::new(
-        settings.workers * settings.batch_size,
-    ));
+    let qs = settings.queue_settings();
+    let queue: Arc<dyn EventQueue> = match qs.queue_type {
+        QueueType::Memory => Arc::new(MemoryEventQueue::new(ps.workers * ps.batch_size)),
+        QueueType::Persisted => {
+            let data = args
+                .path_data
+                .clone()
+                .or_else(|| settings.path_data.clone())
+                .unwrap_or_else(|| PathBuf::from("data"));
+            let dir = qs
+                .path
+                .clone()
+                .unwrap_or_else(|| data.join("queue"))
+                .join(&ps.id);
+            let cfg = QueueConfig {
+                page_capacity: qs.page_capacity,
+                max_events: qs.max_events,
+                max_bytes: qs.max_bytes,
+                checkpoint_acks: qs.checkpoint_acks,
+                checkpoint_writes: qs.checkpoint_writes,
+                drain: qs.drain,
+            };
+            let q = PersistedEventQueue::open(&dir, cfg)
+                .map_err(|e| format!("opening the persisted queue at {}: {e}", dir.display()))?;
+            Arc::new(q)
+        }
+    };
     let signals = watch_signals()?;
     tracing::info!(
-        pipeline = %settings.id,
-        workers = settings.workers,
-        batch_size = settings.batch_size,
-        batch_delay_ms = args.batch_delay,
+        pipeline = %ps.id,
+        workers = ps.workers,
+        batch_size = ps.batch_size,
+        batch_delay_ms = ps.batch_delay.as_millis() as u64,
+        queue = ?qs.queue_type,
         "starting pipeline"
     );
     let running =
-        runtime::start(settings, compiled, queue).map_err(|e| format!("starting pipeline: {e}"))?;
+        runtime::start(ps, compiled, queue).map_err(|e| format!("starting pipeline: {e}"))?;
     loop {
         if running.inputs_finished() {
             tracing::debug!("all inputs finished; draining the queue");

@@ -1,10 +1,15 @@
 //! The pipeline's view of its queue: push batches of events, read batches, ack them.
-//! The memory queue keeps `Event`s as they are; the persisted queue (later) serialises them.
+//! The memory queue keeps `Event`s as they are; the persisted queue serialises each event
+//! with `sluice_event::binary` in the pushing input's thread and decodes in the reading
+//! worker's thread, so neither happens under a queue lock.
 
 use std::time::Duration;
 
 use sluice_event::Event;
-use sluice_queue::MemoryQueue;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use sluice_queue::{MemoryQueue, PersistedQueue, QueueError, RecordBatch};
 
 use crate::plugin::Stopped;
 
@@ -24,6 +29,9 @@ pub trait EventQueue: Send + Sync {
     fn ack(&self, token: u64);
     /// No more pushes; readers drain the rest.
     fn close(&self);
+    /// Called once the workers are done: a persisted queue syncs and writes its final
+    /// checkpoint here.
+    fn shutdown(&self) {}
     /// Events currently queued (not yet read).
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
@@ -62,5 +70,103 @@ impl EventQueue for MemoryEventQueue {
 
     fn len(&self) -> usize {
         self.queue.len()
+    }
+}
+
+/// Events on disk through [`PersistedQueue`].
+pub struct PersistedEventQueue {
+    queue: Arc<PersistedQueue>,
+    /// Held for the queue's lifetime: no other process opens the directory.
+    _lock: Option<std::fs::File>,
+    /// Largest record a page holds.
+    max_record: usize,
+    rejected: AtomicU64,
+}
+
+impl PersistedEventQueue {
+    /// Opens (recovering) the queue in `dir`, taking its lock file.
+    pub fn open(dir: &std::path::Path, cfg: sluice_queue::QueueConfig) -> Result<Self, QueueError> {
+        let lock = sluice_queue::lock_dir(dir)?;
+        let storage = Arc::new(sluice_queue::FsStorage::new(dir)?);
+        let max_record = cfg.page_capacity as usize - sluice_queue::format::PAGE_HEADER_LEN;
+        let queue = PersistedQueue::open(storage, cfg)?;
+        Ok(PersistedEventQueue {
+            queue,
+            _lock: Some(lock),
+            max_record,
+            rejected: AtomicU64::new(0),
+        })
+    }
+
+    pub fn queue(&self) -> &Arc<PersistedQueue> {
+        &self.queue
+    }
+
+    /// Events refused because they were larger than a page.
+    pub fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+}
+
+impl EventQueue for PersistedEventQueue {
+    fn push(&self, events: Vec<Event>) -> Result<(), Stopped> {
+        let mut batch = RecordBatch::with_capacity(events.len() * 256, events.len());
+        for e in &events {
+            batch.push_with(|buf| sluice_event::binary::encode(e, buf));
+            let i = batch.len() - 1;
+            if batch.record_size(i) > self.max_record {
+                let size = batch.record_size(i);
+                batch.truncate(i);
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    size,
+                    page_capacity = self.queue.config().page_capacity,
+                    "event dropped: it is larger than a queue page; raise queue.page_capacity to accept it"
+                );
+            }
+        }
+        match self.queue.push(&mut batch) {
+            Ok(()) => Ok(()),
+            Err(QueueError::Closed) => Err(Stopped),
+            Err(e) => {
+                tracing::error!(error = %e, "persisted queue refused a batch; stopping the input");
+                Err(Stopped)
+            }
+        }
+    }
+
+    fn read_batch(&self, max: usize, delay: Duration) -> Option<ReadBatch> {
+        let raw = self.queue.read_batch(max, delay)?;
+        let mut events = Vec::with_capacity(raw.records.len());
+        for (i, r) in raw.records.iter().enumerate() {
+            match sluice_event::binary::decode(&raw.data[r.clone()]) {
+                Ok(e) => events.push(e),
+                Err(err) => tracing::error!(
+                    sequence = raw.first_seq + i as u64,
+                    error = %err,
+                    "queued event cannot be decoded; skipping it"
+                ),
+            }
+        }
+        Some(ReadBatch {
+            events,
+            token: raw.token,
+        })
+    }
+
+    fn ack(&self, token: u64) {
+        self.queue.ack(token);
+    }
+
+    fn close(&self) {
+        self.queue.close();
+    }
+
+    fn shutdown(&self) {
+        self.queue.shutdown();
+    }
+
+    fn len(&self) -> usize {
+        self.queue.stats().unacked_events as usize
     }
 }

@@ -220,5 +220,6 @@ impl RunningPipeline {
                 tracing::error!(output = %out.id, error = %e, "closing output failed");
             }
         }
+        self.queue.shutdown();
     }
 }

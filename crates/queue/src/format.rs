@@ -154,6 +154,14 @@ impl RecordBatch {
         &self.buf[start..end]
     }
 
+    /// Drops records `len..`.
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.records.len() {
+            self.buf.truncate(self.records[len].0);
+            self.records.truncate(len);
+        }
+    }
+
     pub fn clear(&mut self) {
         self.buf.clear();
         self.records.clear();

@@ -24,4 +24,4 @@ pub mod storage;
 pub use format::RecordBatch;
 pub use memory::{Closed, MemoryQueue};
 pub use persisted::{PersistedQueue, QueueConfig, QueueError, QueueStats, RawBatch};
-pub use storage::{FsStorage, Storage};
+pub use storage::{lock_dir, FsStorage, Storage};

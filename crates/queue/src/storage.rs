@@ -186,3 +186,27 @@ impl Storage for FsStorage {
         self.dir.display().to_string()
     }
 }
+
+/// Takes the queue directory's lock file (`<dir>/.lock`), so that two processes never open
+/// the same queue. The lock lasts as long as the returned file is open.
+pub fn lock_dir(dir: &Path) -> io::Result<File> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(".lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "queue directory {} is in use by another process (lock file {})",
+                dir.display(),
+                path.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
