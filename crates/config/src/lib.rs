@@ -8,6 +8,10 @@
 //! [`Plugin::merged_attributes`] to get each plugin's options merged the way Logstash's
 //! compiler merges repeated options. [`to_json`] dumps the AST; [`ir`] renders Logstash's
 //! compiled IR in a neutral JSON form (used to compare with Logstash's own compiler).
+//!
+//! Settings files: [`settings`] reads `sluice.yml` / `logstash.yml` ([`load_settings`],
+//! [`parse_settings`]) and [`pipelines`] reads `pipelines.yml` ([`load_pipelines`],
+//! [`parse_pipelines`]), with typed values and `file:line:column` errors.
 
 mod ast;
 mod condition;
@@ -18,11 +22,20 @@ pub mod ir;
 mod load;
 mod merge;
 mod parser;
+pub mod pipelines;
+pub mod settings;
+mod yaml;
 
 pub use ast::*;
 pub use env::substitute_vars;
 pub use error::{LoadError, ParseError};
 pub use load::load_path;
+pub use pipelines::{load_pipelines, parse_pipelines, parse_pipelines_with, PipelineEntry};
+pub use settings::{
+    load_settings, parse_port_range, parse_settings, parse_settings_with, parse_size,
+    parse_time_value, ApiSettings, PasswordPolicy, PipelineOverrides, PortRange, QueueOverrides,
+    QueueSettings, QueueType, Settings, SettingsError,
+};
 
 /// Parser settings.
 #[derive(Debug, Clone, Default)]
