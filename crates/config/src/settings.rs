@@ -14,6 +14,7 @@
 //! as YAML 1.1's `yes`/`no`/`on`/`off` (Logstash reads YAML 1.1), while a quoted or
 //! substituted value must be exactly `true` or `false` (as Logstash's `BooleanSetting`).
 //! Integers are decimal; a quoted or substituted integer is accepted as Logstash does.
+//! `path.config` and `config.string` cannot both be set (as in Logstash).
 //!
 //! ## Accepted keys
 //!
@@ -475,6 +476,20 @@ pub fn parse_settings_with(
         };
         apply_setting(&mut settings, canonical, &v)?;
     }
+    if settings.path_config.is_some() && settings.config_string.is_some() {
+        // As Logstash: one source for the main pipeline.
+        let at = entries
+            .iter()
+            .filter(|e| e.key == "path.config" || e.key == "config.string")
+            .map(|e| e.key_pos)
+            .max_by_key(|p| (p.line, p.column))
+            .unwrap_or_default();
+        return Err(SettingsError::new(
+            source_name,
+            at,
+            "`path.config` and `config.string` cannot both be set; keep one",
+        ));
+    }
     Ok(settings)
 }
 
@@ -752,11 +767,12 @@ pub(crate) fn logstash_only(key: &str) -> Option<&'static str> {
         .map(|(_, reason)| *reason)
 }
 
-/// Whether `key.` starts some accepted key (so `key:` with a null value is an empty group).
+/// Whether `key.` starts some accepted or Logstash key (so `key:` with a null value is an
+/// empty group, e.g. with every sub-key commented out).
 fn is_key_prefix(key: &str) -> bool {
-    SETTINGS_KEYS
-        .iter()
-        .any(|k| k.len() > key.len() && k.starts_with(key) && k.as_bytes()[key.len()] == b'.')
+    let under =
+        |k: &str| k.len() > key.len() && k.starts_with(key) && k.as_bytes()[key.len()] == b'.';
+    SETTINGS_KEYS.iter().any(|k| under(k)) || LOGSTASH_ONLY.iter().any(|(k, _)| under(k))
 }
 
 /// The error for a key that is not in `accepted`.

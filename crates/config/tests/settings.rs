@@ -131,7 +131,6 @@ node.name: "node-1"
 path.data: /var/lib/sluice
 path.logs: /var/log/sluice
 path.config: "/etc/sluice/conf.d/*.conf"
-config.string: "input { stdin {} }"
 config.support_escapes: true
 config.reload.automatic: true
 config.reload.interval: 5s
@@ -178,7 +177,9 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
     assert_eq!(s.path_data, Some(PathBuf::from("/var/lib/sluice")));
     assert_eq!(s.path_logs, Some(PathBuf::from("/var/log/sluice")));
     assert_eq!(s.path_config.as_deref(), Some("/etc/sluice/conf.d/*.conf"));
-    assert_eq!(s.config_string.as_deref(), Some("input { stdin {} }"));
+    assert_eq!(s.config_string, None);
+    let s2 = settings("config.string: \"input { stdin {} }\"\n");
+    assert_eq!(s2.config_string.as_deref(), Some("input { stdin {} }"));
     assert_eq!(s.config_support_escapes, Some(true));
     assert_eq!(s.config_reload_automatic, Some(true));
     assert_eq!(s.config_reload_interval, Some(Duration::from_secs(5)));
@@ -246,6 +247,25 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
     let debug = format!("{s:?}");
     assert!(!debug.contains("s3cr3t"), "{debug}");
     assert!(!debug.contains("changeit"), "{debug}");
+}
+
+#[test]
+fn path_config_and_config_string_exclude_each_other() {
+    let e = settings_err("config.string: \"input {}\"\nnode.name: n\npath.config: /etc/a.conf\n");
+    assert_err(
+        &e,
+        3,
+        1,
+        &["`path.config` and `config.string` cannot both be set"],
+    );
+}
+
+#[test]
+fn commented_out_groups_are_fine() {
+    let s = settings("xpack:\n  # monitoring.enabled: true\napi:\nnode.name: n\n");
+    assert_eq!(s.node_name.as_deref(), Some("n"));
+    let e = settings_err("nothing:\n");
+    assert_err(&e, 1, 1, &["unknown setting `nothing`"]);
 }
 
 #[test]
