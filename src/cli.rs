@@ -73,6 +73,30 @@ pub enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Look into or fix a persisted queue directory (<path.data>/queue/<pipeline id>).
+    Queue {
+        #[command(subcommand)]
+        action: QueueAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueAction {
+    /// Pages, sequence ranges, acked counts and bytes of a persisted queue directory.
+    Inspect { path: std::path::PathBuf },
+    /// Read every record and report damage; exits 1 when the queue needs repair.
+    Verify { path: std::path::PathBuf },
+    /// Rewrite the queue with every intact unacked record (old files kept in a backup folder).
+    Repair {
+        path: std::path::PathBuf,
+        /// Page size of the rewritten queue (default 64mb).
+        #[arg(
+            long = "queue.page_capacity",
+            value_name = "SIZE",
+            default_value = "64mb"
+        )]
+        page_capacity: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

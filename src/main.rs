@@ -18,6 +18,10 @@ fn main() -> ExitCode {
         Some(cli::Command::Config {
             action: cli::ConfigAction::Parse(src),
         }) => run::config_parse(src),
+        Some(cli::Command::Queue { action }) => {
+            run::init_logging(args.log_level.as_deref());
+            run::queue_tool(action)
+        }
         None => run::run(&args),
     };
     match result {

@@ -216,3 +216,40 @@ fn watch_signals() -> Result<Arc<AtomicUsize>, String> {
         .map_err(|e| format!("starting signal thread: {e}"))?;
     Ok(count)
 }
+
+/// `sluice queue inspect | verify | repair PATH`.
+pub fn queue_tool(action: &crate::cli::QueueAction) -> Result<(), String> {
+    use crate::cli::QueueAction;
+    use sluice_queue::tools;
+    match action {
+        QueueAction::Inspect { path } => {
+            print!("{}", tools::inspect(path).map_err(|e| e.to_string())?);
+            Ok(())
+        }
+        QueueAction::Verify { path } => {
+            let (report, healthy) = tools::verify(path).map_err(|e| e.to_string())?;
+            print!("{report}");
+            if healthy {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: damaged; `sluice queue repair {}` keeps every intact record",
+                    path.display(),
+                    path.display()
+                ))
+            }
+        }
+        QueueAction::Repair {
+            path,
+            page_capacity,
+        } => {
+            let capacity = sluice_config::settings::parse_size(page_capacity)
+                .map_err(|e| format!("--queue.page_capacity: {e}"))?;
+            print!(
+                "{}",
+                tools::repair(path, capacity).map_err(|e| e.to_string())?
+            );
+            Ok(())
+        }
+    }
+}

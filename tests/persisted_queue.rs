@@ -50,7 +50,10 @@ fn generator_config(out: &Path, run: usize) -> String {
 fn wait_for_growth(out: &Path, from: u64, bytes: u64) {
     let started = Instant::now();
     while std::fs::metadata(out).map_or(0, |m| m.len()) < from + bytes {
-        assert!(started.elapsed() < Duration::from_secs(60), "no progress in 60 s");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no progress in 60 s"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -60,7 +63,8 @@ fn delivered(out: &Path) -> BTreeMap<usize, BTreeMap<i64, usize>> {
     let mut runs: BTreeMap<usize, BTreeMap<i64, usize>> = BTreeMap::new();
     let text = std::fs::read_to_string(out).unwrap();
     for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
         let run: usize = v["run"].as_str().unwrap().parse().unwrap();
         let seq = v["event"]["sequence"].as_i64().unwrap();
         *runs.entry(run).or_default().entry(seq).or_default() += 1;
@@ -70,7 +74,10 @@ fn delivered(out: &Path) -> BTreeMap<usize, BTreeMap<i64, usize>> {
 
 fn drain(settings_dir: &Path, out: &Path) {
     let settings = write_settings(settings_dir, "queue.drain: true\n");
-    let config = format!("input {{ stdin {{ }} }} output {{ file {{ path => \"{}\" }} }}", out.display());
+    let config = format!(
+        "input {{ stdin {{ }} }} output {{ file {{ path => \"{}\" }} }}",
+        out.display()
+    );
     let status = start(&settings, &config).wait().unwrap();
     assert!(status.success(), "drain run failed: {status}");
 }
@@ -87,7 +94,11 @@ fn sigkill_loses_nothing_and_sigterm_duplicates_nothing() {
         wait_for_growth(&out, size, 50_000 + 37_000 * run as u64);
         std::thread::sleep(Duration::from_millis(17 * run as u64));
         let signal = if run == 4 { "-TERM" } else { "-KILL" };
-        assert!(Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap().success());
+        assert!(Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
         let status = child.wait().unwrap();
         if run == 4 {
             assert!(status.success(), "SIGTERM exit: {status}");
@@ -106,13 +117,20 @@ fn sigkill_loses_nothing_and_sigterm_duplicates_nothing() {
         assert_eq!(seqs.len() as i64, max + 1, "run {run}: gaps in 0..={max}");
         if *run == 4 {
             let dups: Vec<_> = seqs.iter().filter(|(_, &n)| n > 1).collect();
-            assert!(dups.is_empty(), "graceful run delivered duplicates: {:?}", &dups[..dups.len().min(5)]);
+            assert!(
+                dups.is_empty(),
+                "graceful run delivered duplicates: {:?}",
+                &dups[..dups.len().min(5)]
+            );
         }
     }
     // Nothing left in the queue after the drain.
     let again = dir.join("again.log");
     drain(&dir, &again);
-    assert!(std::fs::metadata(&again).map_or(0, |m| m.len()) == 0, "drained queue still held events");
+    assert!(
+        std::fs::metadata(&again).map_or(0, |m| m.len()) == 0,
+        "drained queue still held events"
+    );
 }
 
 #[test]
@@ -125,12 +143,105 @@ fn two_processes_cannot_share_a_queue() {
     let second = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["--log.level", "warn", "--path.settings"])
         .arg(&settings)
-        .args(["-e", "input { generator { count => 1 } } output { null {} }"])
+        .args([
+            "-e",
+            "input { generator { count => 1 } } output { null {} }",
+        ])
         .output()
         .unwrap();
-    let _ = Command::new("kill").args(["-TERM", &first.id().to_string()]).status();
+    let _ = Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status();
     first.wait().unwrap();
     assert_eq!(second.status.code(), Some(1));
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("in use by another process"), "{err}");
+}
+
+fn sluice_out(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn inspect_verify_and_repair_a_damaged_queue() {
+    let dir = temp_dir("repair");
+    let settings = write_settings(&dir, "");
+    // Fill the queue: whatever the workers have not taken when the generator is done stays
+    // on disk (no queue.drain).
+    let config = "input { generator { count => 200000 } } filter { drop { } } output { null { } }";
+    let status = start(&settings, config).wait().unwrap();
+    assert!(status.success());
+    let qdir = dir.join("data/queue/main");
+    let q = qdir.to_str().unwrap();
+
+    let inspect = sluice_out(&["queue", "inspect", q]);
+    assert!(inspect.status.success());
+    let text = String::from_utf8_lossy(&inspect.stdout);
+    let unacked: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("unacked events: "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .parse()
+        .unwrap();
+    assert!(unacked > 1000, "expected a backlog, got {unacked}:\n{text}");
+    let ok = sluice_out(&["queue", "verify", q]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+
+    // Damage a record in the middle of the first page.
+    let page = std::fs::read_dir(&qdir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("page.")
+        })
+        .min()
+        .unwrap();
+    let mut bytes = std::fs::read(&page).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid..mid + 8].copy_from_slice(b"CORRUPT!");
+    std::fs::write(&page, bytes).unwrap();
+
+    let bad = sluice_out(&["queue", "verify", q]);
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&bad.stdout)
+    );
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("checksum"));
+
+    let repaired = sluice_out(&["queue", "repair", q, "--queue.page_capacity", "1mb"]);
+    assert!(
+        repaired.status.success(),
+        "{}",
+        String::from_utf8_lossy(&repaired.stderr)
+    );
+    let report = String::from_utf8_lossy(&repaired.stdout);
+    assert!(report.contains("kept "), "{report}");
+    let ok = sluice_out(&["queue", "verify", q]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+
+    // The repaired queue drains: only the records around the damage were lost.
+    let out = dir.join("out.log");
+    drain(&dir, &out);
+    let n = std::fs::read_to_string(&out).unwrap().lines().count();
+    assert!(
+        n < unacked && n + 20 >= unacked,
+        "{n} events after repair of {unacked}"
+    );
 }

@@ -20,6 +20,7 @@ pub mod persisted;
 pub mod recovery;
 pub mod sim;
 pub mod storage;
+pub mod tools;
 
 pub use format::RecordBatch;
 pub use memory::{Closed, MemoryQueue};
