@@ -83,7 +83,7 @@ pub fn config_parse(args: &ParseArgs) -> Result<(), String> {
 }
 
 pub fn run(args: &Cli) -> Result<(), String> {
-    let settings = match &args.path_settings {
+    let mut settings = match &args.path_settings {
         Some(dir) => sluice_config::settings::load_settings(dir).map_err(|e| e.to_string())?,
         None => Settings::default(),
     };
@@ -141,20 +141,17 @@ pub fn run(args: &Cli) -> Result<(), String> {
             .unwrap_or(Duration::from_millis(50)),
     };
 
+    // --path.data wins over the file's path.data; ./data when neither is given.
+    settings.path_data = args
+        .path_data
+        .clone()
+        .or(settings.path_data.take())
+        .or_else(|| Some(PathBuf::from("data")));
     let qs = settings.queue_settings();
     let queue: Arc<dyn EventQueue> = match qs.queue_type {
         QueueType::Memory => Arc::new(MemoryEventQueue::new(ps.workers * ps.batch_size)),
         QueueType::Persisted => {
-            let data = args
-                .path_data
-                .clone()
-                .or_else(|| settings.path_data.clone())
-                .unwrap_or_else(|| PathBuf::from("data"));
-            let dir = qs
-                .path
-                .clone()
-                .unwrap_or_else(|| data.join("queue"))
-                .join(&ps.id);
+            let dir = qs.path.clone().unwrap_or_else(|| PathBuf::from("data/queue")).join(&ps.id);
             let cfg = QueueConfig {
                 page_capacity: qs.page_capacity,
                 max_events: qs.max_events,

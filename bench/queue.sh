@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Persisted-queue benchmarks (issue: the persisted queue). Everything runs on one
+# filesystem (DIR, default ./target/bench-queue) and is compared, in the same run, with
+#   dd if=/dev/zero bs=1M count=2048 conv=fdatasync
+# Scenarios:
+#   1. write 1 KB and 200 B records, default settings, 1 and 4 writers: MB/s, events/s, ratio to dd
+#   2. queue.checkpoint.writes 1, 1/4/16 writers pushing batches of 125 × 1 KB: events/s
+#   3. drain (read batches of 125 + ack), 1 KB: events/s
+#   4. generator → null (2 workers), memory vs persisted queue (queue.drain: true): ratio
+#   5. reopen time and RSS with a BACKLOG_GB backlog (default 5)
+# Usage: bench/queue.sh [DIR] [BACKLOG_GB]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-target/bench-queue}
+GB=${2:-5}
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+cargo build --release --quiet --example queue_bench -p sluice-queue
+cargo build --release --quiet
+B=target/release/examples/queue_bench
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); filesystem: $(df -T "$DIR" | awk 'NR==2 {print $2}') on $(df "$DIR" | awk 'NR==2 {print $1}')"
+dd_out=$(dd if=/dev/zero of="$DIR/dd.bin" bs=1M count=2048 conv=fdatasync 2>&1 | tail -1)
+rm -f "$DIR/dd.bin"
+DD=$(echo "$dd_out" | awk '{ for (i = 1; i <= NF; i++) if ($(i+1) == "s,") secs = $i } END { printf "%.1f", 2147483648 / secs / 1048576 }')
+echo "dd: $DD MB/s ($dd_out)"
+echo
+
+echo "1. write, default settings (checkpoint.writes 1024), synced at the end"
+for size in 1024 200; do
+  for w in 1 4; do
+    line=$($B --dir "$DIR/q" --scenario write --writers $w --size $size --mb 2048)
+    mbs=$(echo "$line" | field mb_per_s)
+    echo "   $size B, $w writer(s): $(echo "$line" | field events_per_s) events/s, $mbs MB/s, ratio to dd $(ratio "$mbs" "$DD")"
+  done
+done
+echo "2. queue.checkpoint.writes 1 (every push durable before it returns), 1 KB, batches of 125"
+for w in 1 4 16; do
+  line=$($B --dir "$DIR/q" --scenario durable --checkpoint-writes 1 --writers $w --mb 512)
+  echo "   $w writer(s): $(echo "$line" | field events_per_s) events/s"
+done
+echo "3. drain: read batches of 125 + ack, 1 KB"
+line=$($B --dir "$DIR/q" --scenario drain --mb 1024)
+echo "   $(echo "$line" | field events_per_s) events/s"
+
+echo "4. generator → null, 2 workers, 2,000,000 events"
+rm -rf "$DIR/e2e" && mkdir -p "$DIR/e2e/settings"
+printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$DIR/e2e/data" > "$DIR/e2e/settings/sluice.yml"
+cfg='input { generator { count => 2000000 } } output { null {} }'
+t() { local s e; s=$(date +%s.%N); "$@"; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", 2000000 / (e - s) }'; }
+mem=$(t target/release/sluice --log.level error -w 2 -e "$cfg")
+pq=$(t target/release/sluice --log.level error -w 2 --path.settings "$DIR/e2e/settings" -e "$cfg")
+echo "   memory: $mem events/s, persisted: $pq events/s, ratio $(ratio "$pq" "$mem")"
+
+echo "5. reopen with a ${GB} GB backlog"
+line=$($B --dir "$DIR/q" --scenario reopen --gb "$GB")
+echo "   reopen $(echo "$line" | field reopen_seconds) s, RSS after reopen $(echo "$line" | field rss_mb) MB (growth $(echo "$line" | field rss_growth_mb) MB), first batch read: $(echo "$line" | field first_batch) events"
+rm -rf "$DIR/q" "$DIR/e2e"
