@@ -151,7 +151,11 @@ pub fn run(args: &Cli) -> Result<(), String> {
     let queue: Arc<dyn EventQueue> = match qs.queue_type {
         QueueType::Memory => Arc::new(MemoryEventQueue::new(ps.workers * ps.batch_size)),
         QueueType::Persisted => {
-            let dir = qs.path.clone().unwrap_or_else(|| PathBuf::from("data/queue")).join(&ps.id);
+            let dir = qs
+                .path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("data/queue"))
+                .join(&ps.id);
             let cfg = QueueConfig {
                 page_capacity: qs.page_capacity,
                 max_events: qs.max_events,

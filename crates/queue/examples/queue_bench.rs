@@ -71,8 +71,20 @@ fn batch(size: usize) -> RecordBatch {
 
 /// W writers push `total` bytes of records of `size` bytes; nothing reads them, so every
 /// byte goes to disk. Returns (seconds, records).
-fn write(dir: &Path, writers: usize, size: usize, total_bytes: u64, cfg: QueueConfig) -> (f64, u64) {
-    let q = open(dir, QueueConfig { max_bytes: u64::MAX, ..cfg });
+fn write(
+    dir: &Path,
+    writers: usize,
+    size: usize,
+    total_bytes: u64,
+    cfg: QueueConfig,
+) -> (f64, u64) {
+    let q = open(
+        dir,
+        QueueConfig {
+            max_bytes: u64::MAX,
+            ..cfg
+        },
+    );
     let per_writer = (total_bytes / (size as u64 + 16) / 125 / writers as u64).max(1);
     let started = Instant::now();
     std::thread::scope(|s| {
@@ -97,7 +109,10 @@ fn rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0)))
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")
+                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))
+        })
         .unwrap_or(0)
 }
 
@@ -105,7 +120,10 @@ fn main() {
     let a = args();
     match a.scenario.as_str() {
         "write" | "durable" => {
-            let cfg = QueueConfig { checkpoint_writes: a.checkpoint_writes, ..QueueConfig::default() };
+            let cfg = QueueConfig {
+                checkpoint_writes: a.checkpoint_writes,
+                ..QueueConfig::default()
+            };
             let (secs, n) = write(&fresh(&a.dir), a.writers, a.size, a.mb << 20, cfg);
             let mb = n as f64 * (a.size as f64) / (1 << 20) as f64;
             println!(
@@ -115,7 +133,13 @@ fn main() {
         }
         "drain" => {
             let dir = fresh(&a.dir);
-            let q = open(&dir, QueueConfig { max_bytes: u64::MAX, ..QueueConfig::default() });
+            let q = open(
+                &dir,
+                QueueConfig {
+                    max_bytes: u64::MAX,
+                    ..QueueConfig::default()
+                },
+            );
             let n = (a.mb << 20) / (a.size as u64 + 16) / 125;
             let mut b = batch(a.size);
             for _ in 0..n {
@@ -123,7 +147,13 @@ fn main() {
             }
             q.shutdown();
             drop(q);
-            let q = open(&dir, QueueConfig { max_bytes: u64::MAX, ..QueueConfig::default() });
+            let q = open(
+                &dir,
+                QueueConfig {
+                    max_bytes: u64::MAX,
+                    ..QueueConfig::default()
+                },
+            );
             let started = Instant::now();
             let mut got = 0u64;
             while got < n * 125 {
@@ -133,11 +163,18 @@ fn main() {
             }
             let secs = started.elapsed().as_secs_f64();
             q.shutdown();
-            println!("scenario=drain size={} events={got} seconds={secs:.3} events_per_s={:.0}", a.size, got as f64 / secs);
+            println!(
+                "scenario=drain size={} events={got} seconds={secs:.3} events_per_s={:.0}",
+                a.size,
+                got as f64 / secs
+            );
         }
         "reopen" => {
             let dir = fresh(&a.dir);
-            let cfg = QueueConfig { max_bytes: u64::MAX, ..QueueConfig::default() };
+            let cfg = QueueConfig {
+                max_bytes: u64::MAX,
+                ..QueueConfig::default()
+            };
             let q = open(&dir, cfg.clone());
             let mut b = batch(a.size);
             let n = (a.gb << 30) / (a.size as u64 + 16) / 125;
@@ -150,7 +187,9 @@ fn main() {
             let started = Instant::now();
             let q = open(&dir, cfg);
             let secs = started.elapsed().as_secs_f64();
-            let first = q.read_batch(125, Duration::ZERO).map_or(0, |b| b.records.len());
+            let first = q
+                .read_batch(125, Duration::ZERO)
+                .map_or(0, |b| b.records.len());
             println!(
                 "scenario=reopen backlog_gb={} events={} reopen_seconds={secs:.3} rss_mb={:.1} rss_growth_mb={:.1} first_batch={first}",
                 a.gb,
