@@ -236,7 +236,7 @@ fn inspect_verify_and_repair_a_damaged_queue() {
         String::from_utf8_lossy(&ok.stdout)
     );
 
-    // The repaired queue drains: only the records around the damage were lost.
+    // The repaired queue drains: at most the records around the damage are lost.
     let out = dir.join("out.log");
     drain(&dir, &out);
     let n = std::fs::read_to_string(&out).unwrap().lines().count();
