@@ -240,8 +240,9 @@ fn inspect_verify_and_repair_a_damaged_queue() {
     let out = dir.join("out.log");
     drain(&dir, &out);
     let n = std::fs::read_to_string(&out).unwrap().lines().count();
+    // The damage may fall on records that were already acked: then nothing is lost.
     assert!(
-        n < unacked && n + 20 >= unacked,
+        n <= unacked && n + 20 >= unacked,
         "{n} events after repair of {unacked}"
     );
 }
