@@ -259,15 +259,24 @@ impl PersistedQueue {
             })
             .collect();
         let next_seq = recovered.next_seq;
-        // The head page: the last recovered one, or a new one.
-        let (head, head_num, offset) = match pages.back_mut() {
+        // The head page: the last recovered one if it holds no unacked record, else a new
+        // one (as Logstash does). New records never go behind unacked records written by an
+        // earlier process: if those are damaged, the reader skips the rest of their page,
+        // which would take the new records with it.
+        let reuse = pages
+            .back()
+            .is_some_and(|p| p.acks.first_unacked().0 >= p.end_seq());
+        let (head, head_num, offset) = match pages.back_mut().filter(|_| reuse) {
             Some(p) => {
                 let f = storage.open_page(p.num)?;
                 p.file = Some(Arc::clone(&f));
                 (f, p.num, p.bytes)
             }
             None => {
-                let num = recovered.last_page_num.map_or(1, |n| n + 1);
+                let num = (recovered.last_page_num.into_iter())
+                    .chain(pages.back().map(|p| p.num))
+                    .max()
+                    .map_or(1, |n| n + 1);
                 let header = PageHeader {
                     num,
                     first_seq: next_seq,
@@ -646,7 +655,7 @@ impl PersistedQueue {
                 r.buf.len()
             };
             let have = r.buf.len() - at;
-            match scan_record(&r.buf[at..], r.seq) {
+            let damage: String = match scan_record(&r.buf[at..], r.seq) {
                 Scan::Record { payload, size, .. } => {
                     let start = out.data.len();
                     out.data.extend_from_slice(payload);
@@ -655,6 +664,7 @@ impl PersistedQueue {
                     r.seq += 1;
                     taken += 1;
                     want -= size as u64;
+                    continue;
                 }
                 Scan::Incomplete if want as usize > have => {
                     // Refill from r.offset: a chunk, and at least the whole next record.
@@ -669,25 +679,21 @@ impl PersistedQueue {
                     r.buf.truncate(got);
                     r.buf_offset = r.offset;
                     r.buf_page = r.page;
-                    if got <= have || got < need.min(len) {
-                        return Err(self.skip_rest(
-                            r,
-                            start_seq,
-                            end_offset,
-                            "page file is shorter than recorded".into(),
-                        ));
+                    if got > have && got >= need.min(len) {
+                        continue;
                     }
+                    "page file is shorter than recorded".into()
                 }
-                Scan::Incomplete => {
-                    return Err(self.skip_rest(
-                        r,
-                        start_seq,
-                        end_offset,
-                        "record runs past the page's end".into(),
-                    ));
-                }
-                Scan::Invalid(why) => return Err(self.skip_rest(r, start_seq, end_offset, why)),
+                Scan::Incomplete => "record runs past the page's end".into(),
+                Scan::Invalid(why) => why,
+            };
+            // The intact records before the damage are delivered first (skipping them with
+            // the rest of the page would lose them uncounted); the next read meets the
+            // damage with nothing taken and skips the rest of the page then.
+            if taken > 0 {
+                break;
             }
+            return Err(self.skip_rest(r, start_seq, end_offset, damage));
         }
         let range = AckRange {
             start_seq,
