@@ -5,6 +5,7 @@
 //! a signal arrives; then it drains the queue and exits 0. `sluice config parse` prints the
 //! parsed config as JSON; `-t` checks a config and exits.
 
+mod agent;
 mod cli;
 mod run;
 

@@ -1,21 +1,19 @@
-//! Loading a config and running its pipeline until the inputs finish or a signal arrives.
+//! Resolving settings and configs into pipeline specs, and running the agent until its
+//! pipelines finish or a signal arrives.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_config::{Config, ParseOptions, SectionKind};
 use std::path::PathBuf;
+use std::time::Instant;
 
-use sluice_config::settings::{QueueType, Settings};
-use sluice_pipeline::queue::{EventQueue, MemoryEventQueue, PersistedEventQueue};
-use sluice_pipeline::{graph, runtime, PipelineSettings};
-use sluice_queue::QueueConfig;
+use sluice_config::settings::{PipelineOverrides, Settings};
+use sluice_config::ParseOptions;
+use sluice_pipeline::{graph, PipelineSettings};
 
-use crate::cli::{Cli, ConfigSource, ParseArgs};
-
-/// How long shutdown waits for inputs to return before closing the queue under them.
-const INPUT_GRACE: Duration = Duration::from_millis(500);
+use crate::agent::{Agent, Source, Spec};
+use crate::cli::{Cli, ParseArgs};
 
 pub fn init_logging(level: Option<&str>) {
     let level = match level.unwrap_or("info") {
@@ -31,36 +29,6 @@ pub fn init_logging(level: Option<&str>) {
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-}
-
-/// Reads and parses the config named by `-f` / `-e`. With `-e`, missing input and output
-/// sections default to stdin and stdout (rubydebug), as in Logstash.
-fn load(src: &ConfigSource, escapes: bool) -> Result<Config, String> {
-    let opts = ParseOptions {
-        support_escapes: escapes,
-    };
-    if let Some(path) = &src.path {
-        let sources = sluice_config::load_path(path).map_err(|e| e.to_string())?;
-        return sluice_config::parse_sources_with(&sources, &opts).map_err(|e| e.to_string());
-    }
-    let Some(text) = &src.config_string else {
-        return Err("no configuration given: use -f PATH or -e CONFIG".to_owned());
-    };
-    let mut config =
-        sluice_config::parse_with("config string", text, &opts).map_err(|e| e.to_string())?;
-    let has = |k: SectionKind| config.sections.iter().any(|s| s.kind == k);
-    let mut defaults = String::new();
-    if !has(SectionKind::Input) {
-        defaults.push_str("input { stdin { type => stdin } }\n");
-    }
-    if !has(SectionKind::Output) {
-        defaults.push_str("output { stdout { codec => rubydebug } }\n");
-    }
-    if !defaults.is_empty() {
-        let extra = sluice_config::parse("default config", &defaults).map_err(|e| e.to_string())?;
-        config.sections.extend(extra.sections);
-    }
-    Ok(config)
 }
 
 pub fn config_parse(args: &ParseArgs) -> Result<(), String> {
@@ -91,123 +59,205 @@ pub fn run(args: &Cli) -> Result<(), String> {
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }
-    let source = if args.source.path.is_some() || args.source.config_string.is_some() {
-        args.source.clone()
-    } else {
-        ConfigSource {
-            path: settings.path_config.clone(),
-            config_string: settings.config_string.clone(),
-        }
-    };
-    let escapes = args.support_escapes || settings.config_support_escapes.unwrap_or(false);
-    let mut config = load(&source, escapes)?;
-    config
-        .substitute_env(&|name| std::env::var(name).ok())
-        .map_err(|e| e.to_string())?;
-    let registry = sluice_plugins::registry();
-    let compiled = graph::compile(&config, &registry).map_err(|e| e.to_string())?;
-    if args.test_and_exit {
-        println!("Configuration OK");
-        return Ok(());
-    }
-
-    let mut ps = PipelineSettings::default();
-    if let Some(id) = args
-        .pipeline_id
-        .clone()
-        .or_else(|| settings.pipeline_id.clone())
-    {
-        ps.id = id;
-    }
-    if let Some(w) = args.workers.or(settings.pipeline.workers) {
-        if w == 0 {
-            return Err("pipeline.workers must be at least 1".to_owned());
-        }
-        ps.workers = w;
-    }
-    let batch_size = args
-        .batch_size
-        .or(settings.pipeline.batch_size)
-        .unwrap_or(125);
-    if batch_size == 0 {
-        return Err("pipeline.batch.size must be at least 1".to_owned());
-    }
-    ps.batch_size = batch_size;
-    ps.batch_delay = match args.batch_delay {
-        Some(ms) => Duration::from_millis(ms),
-        None => settings
-            .pipeline
-            .batch_delay
-            .unwrap_or(Duration::from_millis(50)),
-    };
-
     // --path.data wins over the file's path.data; ./data when neither is given.
     settings.path_data = args
         .path_data
         .clone()
         .or(settings.path_data.take())
         .or_else(|| Some(PathBuf::from("data")));
-    let qs = settings.queue_settings();
-    let queue: Arc<dyn EventQueue> = match qs.queue_type {
-        QueueType::Memory => Arc::new(MemoryEventQueue::new(ps.workers * ps.batch_size)),
-        QueueType::Persisted => {
-            let dir = qs
-                .path
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("data/queue"))
-                .join(&ps.id);
-            let cfg = QueueConfig {
-                page_capacity: qs.page_capacity,
-                max_events: qs.max_events,
-                max_bytes: qs.max_bytes,
-                checkpoint_acks: qs.checkpoint_acks,
-                checkpoint_writes: qs.checkpoint_writes,
-                drain: qs.drain,
-            };
-            let q = PersistedEventQueue::open(&dir, cfg)
-                .map_err(|e| format!("opening the persisted queue at {}: {e}", dir.display()))?;
-            Arc::new(q)
+    let path_data = settings.path_data.clone().unwrap_or_default();
+
+    let initial = specs(args, &settings)?;
+    let registry = sluice_plugins::registry();
+    if args.test_and_exit {
+        for spec in &initial {
+            let loaded = spec.load()?;
+            graph::compile(&loaded.config, &registry).map_err(|e| e.to_string())?;
         }
-    };
+        println!("Configuration OK");
+        return Ok(());
+    }
+
     let signals = watch_signals()?;
-    tracing::info!(
-        pipeline = %ps.id,
-        workers = ps.workers,
-        batch_size = ps.batch_size,
-        batch_delay_ms = ps.batch_delay.as_millis() as u64,
-        queue = ?qs.queue_type,
-        "starting pipeline"
-    );
-    let running =
-        runtime::start(ps, compiled, queue).map_err(|e| format!("starting pipeline: {e}"))?;
+    let mut agent = Agent::new(registry, path_data);
+    agent.start_all(initial)?;
+    let reload_auto = settings.config_reload_automatic.unwrap_or(false);
+    let reload_every = settings
+        .config_reload_interval
+        .unwrap_or(Duration::from_secs(3));
+    let mut next_reload = Instant::now() + reload_every;
+    let (mut seen_stop, mut seen_hup) = (0, 0);
     loop {
-        if running.inputs_finished() {
-            tracing::debug!("all inputs finished; draining the queue");
+        if agent.step() {
             break;
         }
-        if signals.load(Ordering::SeqCst) > 0 {
-            tracing::info!("shutdown requested; stopping inputs and draining the queue");
-            break;
+        let stops = signals.stop.load(Ordering::SeqCst);
+        if stops > seen_stop {
+            seen_stop = stops;
+            tracing::info!("shutdown requested; stopping inputs and draining in-flight events");
+            agent.request_shutdown();
+        }
+        let hups = signals.hup.load(Ordering::SeqCst);
+        if seen_stop == 0 && (hups > seen_hup || (reload_auto && Instant::now() >= next_reload)) {
+            seen_hup = hups;
+            next_reload = Instant::now() + reload_every;
+            match specs(args, &reloaded_settings(args, &settings)) {
+                Ok(new) => {
+                    let (ok, failed) = agent.reload(new);
+                    if ok + failed > 0 {
+                        tracing::info!(reloaded = ok, failed, "configuration reloaded");
+                    }
+                }
+                Err(e) => tracing::error!("reload failed, running pipelines keep running: {e}"),
+            }
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    running.finish(INPUT_GRACE);
-    tracing::debug!("pipeline stopped");
+    tracing::debug!("all pipelines stopped");
     Ok(())
 }
 
-/// Counts SIGINT/SIGTERM on a background thread. The second SIGINT exits at once.
-fn watch_signals() -> Result<Arc<AtomicUsize>, String> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let count = Arc::new(AtomicUsize::new(0));
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+/// Settings as they are now on disk (for a reload), falling back to the ones we started with.
+fn reloaded_settings(args: &Cli, started: &Settings) -> Settings {
+    let Some(dir) = &args.path_settings else {
+        return started.clone();
+    };
+    match sluice_config::settings::load_settings(dir) {
+        Ok(mut s) => {
+            s.path_data = started.path_data.clone();
+            s
+        }
+        Err(e) => {
+            tracing::error!("reload: {e}; keeping the settings in use");
+            started.clone()
+        }
+    }
+}
+
+/// The pipelines to run: `-f`/`-e` (or path.config/config.string) give one; otherwise
+/// `pipelines.yml` in --path.settings lists them.
+fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
+    // Command-line flags override sluice.yml, which pipelines.yml entries override.
+    let mut base = settings.pipeline.clone();
+    base.workers = args.workers.or(base.workers);
+    base.batch_size = args.batch_size.or(base.batch_size);
+    if let Some(ms) = args.batch_delay {
+        base.batch_delay = Some(Duration::from_millis(ms));
+    }
+    let escapes = args.support_escapes || settings.config_support_escapes.unwrap_or(false);
+    let source = if let Some(p) = &args.source.path {
+        Some(Source::Path(p.clone()))
+    } else if let Some(e) = &args.source.config_string {
+        Some(Source::CommandLine(e.clone()))
+    } else if let Some(p) = &settings.path_config {
+        Some(Source::Path(p.clone()))
+    } else {
+        settings.config_string.clone().map(Source::Text)
+    };
+    if let Some(source) = source {
+        let id = args
+            .pipeline_id
+            .clone()
+            .or_else(|| settings.pipeline_id.clone())
+            .unwrap_or_else(|| "main".to_owned());
+        return Ok(vec![Spec {
+            id: id.clone(),
+            source,
+            escapes,
+            settings: pipeline_settings(&id, &base)?,
+            queue: settings.queue_settings(),
+        }]);
+    }
+    let entries = match &args.path_settings {
+        Some(dir) => sluice_config::load_pipelines(dir).map_err(|e| e.to_string())?,
+        None => None,
+    };
+    let Some(entries) = entries else {
+        return Err(
+            "no configuration given: use -f PATH, -e CONFIG, or a pipelines.yml in --path.settings"
+                .to_owned(),
+        );
+    };
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        for w in &entry.warnings {
+            tracing::warn!("{w}");
+        }
+        let source = match (&entry.path_config, &entry.config_string) {
+            (Some(p), _) => Source::Path(p.clone()),
+            (None, Some(t)) => Source::Text(t.clone()),
+            (None, None) => {
+                return Err(format!(
+                    "pipeline {}: needs path.config or config.string",
+                    entry.id
+                ))
+            }
+        };
+        out.push(Spec {
+            id: entry.id.clone(),
+            source,
+            escapes: entry.config_support_escapes.unwrap_or(escapes),
+            settings: pipeline_settings(&entry.id, &entry.pipeline.or(&base))?,
+            queue: entry.queue.resolve(&settings.queue_settings()),
+        });
+    }
+    Ok(out)
+}
+
+fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings, String> {
+    let mut ps = PipelineSettings {
+        id: id.to_owned(),
+        ..PipelineSettings::default()
+    };
+    if let Some(w) = o.workers {
+        if w == 0 {
+            return Err(format!(
+                "pipeline {id}: pipeline.workers must be at least 1"
+            ));
+        }
+        ps.workers = w;
+    }
+    if let Some(b) = o.batch_size {
+        if b == 0 {
+            return Err(format!(
+                "pipeline {id}: pipeline.batch.size must be at least 1"
+            ));
+        }
+        ps.batch_size = b;
+    }
+    if let Some(d) = o.batch_delay {
+        ps.batch_delay = d;
+    }
+    Ok(ps)
+}
+
+/// Signal counters, updated by a background thread.
+struct Signals {
+    /// SIGINT and SIGTERM.
+    stop: Arc<AtomicUsize>,
+    /// SIGHUP (reload).
+    hup: Arc<AtomicUsize>,
+}
+
+/// Counts SIGINT/SIGTERM and SIGHUP on a background thread. The second SIGINT exits at once.
+fn watch_signals() -> Result<Signals, String> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let s = Signals {
+        stop: Arc::new(AtomicUsize::new(0)),
+        hup: Arc::new(AtomicUsize::new(0)),
+    };
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("installing signal handlers: {e}"))?;
-    let seen = Arc::clone(&count);
+    let (stop, hup) = (Arc::clone(&s.stop), Arc::clone(&s.hup));
     std::thread::Builder::new()
         .name("signals".to_owned())
         .spawn(move || {
             for sig in signals.forever() {
-                let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+                if sig == SIGHUP {
+                    hup.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
+                let n = stop.fetch_add(1, Ordering::SeqCst) + 1;
                 if n >= 2 && sig == SIGINT {
                     eprintln!("second SIGINT: exiting without draining");
                     std::process::exit(130);
@@ -215,7 +265,7 @@ fn watch_signals() -> Result<Arc<AtomicUsize>, String> {
             }
         })
         .map_err(|e| format!("starting signal thread: {e}"))?;
-    Ok(count)
+    Ok(s)
 }
 
 /// `sluice queue inspect | verify | repair PATH`.

@@ -77,6 +77,13 @@ pub trait Codec: Send {
 pub trait Input: Send {
     /// Produces events until the source is exhausted or the pipeline stops.
     fn run(&mut self, ctx: &InputContext) -> Result<(), String>;
+
+    /// A passive input (the `pipeline` input) only receives what other pipelines send; it
+    /// never ends on its own. A pipeline whose active inputs have all finished is done once
+    /// the pipelines sending to it are done.
+    fn is_passive(&self) -> bool {
+        false
+    }
 }
 
 /// The common options every input has (`type`, `tags`, `add_field`), applied to every event
@@ -118,7 +125,10 @@ impl InputDecoration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stopped;
 
-/// What an input gets: a way to queue events and to know when to stop.
+/// What an input gets: a way to queue events and to know when to stop. Cloning it gives
+/// another handle to the same pipeline's queue (the pipeline bus hands such handles to
+/// `pipeline` outputs of other pipelines).
+#[derive(Clone)]
 pub struct InputContext {
     queue: Arc<dyn EventQueue>,
     decoration: InputDecoration,

@@ -76,8 +76,8 @@ impl EventQueue for MemoryEventQueue {
 /// Events on disk through [`PersistedQueue`].
 pub struct PersistedEventQueue {
     queue: Arc<PersistedQueue>,
-    /// Held for the queue's lifetime: no other process opens the directory.
-    _lock: Option<std::fs::File>,
+    /// Held until shutdown: no other process (or reloaded pipeline) opens the directory.
+    lock: std::sync::Mutex<Option<std::fs::File>>,
     /// Largest record a page holds.
     max_record: usize,
     rejected: AtomicU64,
@@ -92,7 +92,7 @@ impl PersistedEventQueue {
         let queue = PersistedQueue::open(storage, cfg)?;
         Ok(PersistedEventQueue {
             queue,
-            _lock: Some(lock),
+            lock: std::sync::Mutex::new(Some(lock)),
             max_record,
             rejected: AtomicU64::new(0),
         })
@@ -164,6 +164,8 @@ impl EventQueue for PersistedEventQueue {
 
     fn shutdown(&self) {
         self.queue.shutdown();
+        // The directory is free for the next owner (a reloaded pipeline) from here on.
+        self.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     fn len(&self) -> usize {

@@ -39,8 +39,12 @@ impl Default for PipelineSettings {
 
 pub struct RunningPipeline {
     settings: PipelineSettings,
+    /// Tells active inputs (sources) to stop.
     stopping: Arc<AtomicBool>,
+    /// Tells passive inputs (`pipeline` inputs) to stop; set only when the pipeline finishes.
+    stopping_passive: Arc<AtomicBool>,
     inputs_running: Arc<AtomicUsize>,
+    active_running: Arc<AtomicUsize>,
     queue: Arc<dyn EventQueue>,
     workers: Vec<JoinHandle<()>>,
     outputs: Arc<Vec<BuiltOutput>>,
@@ -62,6 +66,7 @@ pub fn start(
     queue: Arc<dyn EventQueue>,
 ) -> std::io::Result<RunningPipeline> {
     let stopping = Arc::new(AtomicBool::new(false));
+    let stopping_passive = Arc::new(AtomicBool::new(false));
     let metrics = Arc::new(PipelineMetrics::default());
     let inputs = std::mem::take(&mut compiled.inputs);
     let shared = Arc::new(Shared {
@@ -84,14 +89,23 @@ pub fn start(
     }
 
     let inputs_running = Arc::new(AtomicUsize::new(inputs.len()));
+    let active_running = Arc::new(AtomicUsize::new(
+        inputs.iter().filter(|i| !i.input.is_passive()).count(),
+    ));
     for built in inputs {
+        let passive = built.input.is_passive();
         let ctx = InputContext::new(
             Arc::clone(&queue),
             built.decoration,
-            Arc::clone(&stopping),
+            Arc::clone(if passive {
+                &stopping_passive
+            } else {
+                &stopping
+            }),
             Arc::clone(&metrics),
         );
         let running = Arc::clone(&inputs_running);
+        let active = Arc::clone(&active_running);
         let id = built.id;
         let mut input = built.input;
         std::thread::Builder::new()
@@ -101,6 +115,9 @@ pub fn start(
                     tracing::error!(input = %id, error = %e, "input failed");
                 }
                 tracing::debug!(input = %id, "input finished");
+                if !passive {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                }
                 running.fetch_sub(1, Ordering::SeqCst);
             })?;
     }
@@ -108,7 +125,9 @@ pub fn start(
     Ok(RunningPipeline {
         settings,
         stopping,
+        stopping_passive,
         inputs_running,
+        active_running,
         queue,
         workers,
         outputs: Arc::clone(&shared.outputs),
@@ -192,7 +211,13 @@ impl RunningPipeline {
         self.inputs_running.load(Ordering::SeqCst) == 0
     }
 
-    /// Asks inputs to stop; they finish their current batch.
+    /// True once every active input (every input but `pipeline` inputs) has returned.
+    pub fn active_inputs_finished(&self) -> bool {
+        self.active_running.load(Ordering::SeqCst) == 0
+    }
+
+    /// Asks active inputs to stop; they finish their current batch. `pipeline` inputs keep
+    /// receiving until [`RunningPipeline::finish`], so upstream pipelines can drain into them.
     pub fn stop_inputs(&self) {
         self.stopping.store(true, Ordering::SeqCst);
     }
@@ -202,6 +227,7 @@ impl RunningPipeline {
     /// the workers drain it and closes the outputs.
     pub fn finish(self, grace: Duration) {
         self.stop_inputs();
+        self.stopping_passive.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + grace;
         while !self.inputs_finished() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));

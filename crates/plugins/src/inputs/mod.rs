@@ -1,4 +1,5 @@
 //! Inputs: each runs on its own thread and pushes batches into the pipeline's queue.
 
 pub mod generator;
+pub mod pipeline;
 pub mod stdin;

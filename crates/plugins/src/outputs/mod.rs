@@ -2,4 +2,5 @@
 
 pub mod file;
 pub mod null;
+pub mod pipeline;
 pub mod stdout;

@@ -1,0 +1,82 @@
+//! `pipeline { send_to => ["x", "y"] }`: hands each batch to the pipelines listening on those
+//! addresses (their `pipeline` inputs), in this process.
+//!
+//! Returns only when every receiver's queue has taken the batch: a full receiver blocks the
+//! sender (back-pressure, as in Logstash), and with a persisted receiver queue the events are
+//! durable once this returns. A missing receiver is waited for (with one log line), unless
+//! `ensure_delivery => false`, which drops the events for that address and counts them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use sluice_event::Event;
+use sluice_pipeline::bus::PipelineBus;
+use sluice_pipeline::{ConfigError, Options, Output, OutputError};
+
+pub struct PipelineOutput {
+    send_to: Vec<String>,
+    ensure_delivery: bool,
+    dropped: AtomicU64,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
+    let send_to = opts.string_list("send_to")?.unwrap_or_default();
+    if send_to.is_empty() {
+        return Err(opts
+            .plugin_error("missing required setting \"send_to\" for output plugin \"pipeline\""));
+    }
+    Ok(Box::new(PipelineOutput {
+        send_to,
+        ensure_delivery: opts.boolean_or("ensure_delivery", true)?,
+        dropped: AtomicU64::new(0),
+    }))
+}
+
+impl PipelineOutput {
+    fn deliver(&self, address: &str, events: &[&Event]) {
+        let bus = PipelineBus::global();
+        let mut warned = false;
+        loop {
+            let wait = if self.ensure_delivery {
+                Duration::from_secs(1)
+            } else {
+                Duration::ZERO
+            };
+            match bus.receiver(address, wait) {
+                Some(rx) => {
+                    let batch: Vec<Event> = events.iter().map(|e| (*e).clone()).collect();
+                    if rx.push(batch).is_ok() {
+                        if warned {
+                            tracing::info!(address, "pipeline receiver is back; delivering");
+                        }
+                        return;
+                    }
+                    // The receiver stopped between lookup and push (a reload): look again.
+                }
+                None if !self.ensure_delivery => {
+                    let n = self
+                        .dropped
+                        .fetch_add(events.len() as u64, Ordering::Relaxed)
+                        + events.len() as u64;
+                    tracing::debug!(address, dropped_total = n, "no pipeline listens on this address; events dropped (ensure_delivery => false)");
+                    return;
+                }
+                None => {}
+            }
+            if !warned {
+                tracing::warn!(address, "no running pipeline listens on this address; waiting for it (ensure_delivery => true)");
+                warned = true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Output for PipelineOutput {
+    fn write(&self, events: &[&Event]) -> Result<(), OutputError> {
+        for address in &self.send_to {
+            self.deliver(address, events);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,434 @@
+//! The agent: every pipeline of the process, started, linked, reloaded and stopped in order.
+//!
+//! Pipelines come from `-f`/`-e` (one pipeline, `main`) or from `pipelines.yml`. Each has its
+//! own queue and workers. Pipelines that send to others (`pipeline { send_to => ... }`) are
+//! *upstream* of the pipelines whose `pipeline { address => ... }` inputs they reach; a
+//! pipeline finishes only after all its upstream pipelines have finished, so shutting down
+//! never strands events in flight between pipelines. Reload (SIGHUP or
+//! `config.reload.automatic`) restarts only pipelines whose config or settings changed,
+//! keeping their persisted queues; a new config that does not compile leaves the old pipeline
+//! running and logs the error with its location.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_config::settings::{QueueSettings, QueueType};
+use sluice_config::{Config, ParseOptions, SectionKind, Statement, Value as Ast};
+use sluice_pipeline::queue::{EventQueue, MemoryEventQueue, PersistedEventQueue};
+use sluice_pipeline::{graph, runtime, PipelineSettings, Registry, RunningPipeline};
+use sluice_queue::QueueConfig;
+
+/// How long shutdown waits for inputs to return before closing the queue under them.
+pub const INPUT_GRACE: Duration = Duration::from_millis(500);
+
+/// Where a pipeline's config comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// `-f` / `path.config`: a file, directory or glob.
+    Path(String),
+    /// `config.string` (from pipelines.yml or sluice.yml).
+    Text(String),
+    /// `-e`: missing input/output sections default to stdin/stdout, as in Logstash.
+    CommandLine(String),
+}
+
+/// Everything needed to (re)build one pipeline.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub id: String,
+    pub source: Source,
+    pub escapes: bool,
+    pub settings: PipelineSettings,
+    pub queue: QueueSettings,
+}
+
+/// A parsed spec, with what identifies its content for reloads.
+pub struct Loaded {
+    pub config: Config,
+    pub fingerprint: u64,
+}
+
+impl Spec {
+    pub fn load(&self) -> Result<Loaded, String> {
+        let opts = ParseOptions {
+            support_escapes: self.escapes,
+        };
+        let mut h = DefaultHasher::new();
+        format!("{:?}{:?}{}", self.settings, self.queue, self.escapes).hash(&mut h);
+        let mut config = match &self.source {
+            Source::Path(p) => {
+                let sources = sluice_config::load_path(p).map_err(|e| e.to_string())?;
+                sources.hash(&mut h);
+                sluice_config::parse_sources_with(&sources, &opts).map_err(|e| e.to_string())?
+            }
+            Source::Text(t) => {
+                t.hash(&mut h);
+                let name = format!("config.string of pipeline {}", self.id);
+                sluice_config::parse_with(&name, t, &opts).map_err(|e| e.to_string())?
+            }
+            Source::CommandLine(t) => {
+                t.hash(&mut h);
+                sluice_config::parse_with("config string", t, &opts).map_err(|e| e.to_string())?
+            }
+        };
+        if matches!(self.source, Source::CommandLine(_)) {
+            let has = |k: SectionKind| config.sections.iter().any(|s| s.kind == k);
+            let mut defaults = String::new();
+            if !has(SectionKind::Input) {
+                defaults.push_str("input { stdin { type => stdin } }\n");
+            }
+            if !has(SectionKind::Output) {
+                defaults.push_str("output { stdout { codec => rubydebug } }\n");
+            }
+            if !defaults.is_empty() {
+                let extra =
+                    sluice_config::parse("default config", &defaults).map_err(|e| e.to_string())?;
+                config.sections.extend(extra.sections);
+            }
+        }
+        config
+            .substitute_env(&|name| std::env::var(name).ok())
+            .map_err(|e| e.to_string())?;
+        Ok(Loaded {
+            config,
+            fingerprint: h.finish(),
+        })
+    }
+}
+
+/// The addresses a config listens on and sends to (`pipeline` inputs and outputs).
+pub fn links(config: &Config) -> (BTreeSet<String>, BTreeSet<String>) {
+    fn strings(v: &Ast, out: &mut BTreeSet<String>) {
+        match v {
+            Ast::String(s) | Ast::Bareword(s) => {
+                out.insert(s.clone());
+            }
+            Ast::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            _ => {}
+        }
+    }
+    fn walk(
+        kind: SectionKind,
+        body: &[Statement],
+        addr: &mut BTreeSet<String>,
+        send: &mut BTreeSet<String>,
+    ) {
+        for st in body {
+            match st {
+                Statement::Plugin(p) if p.name == "pipeline" => {
+                    for a in &p.attributes {
+                        match (kind, a.name.as_str()) {
+                            (SectionKind::Input, "address") => strings(&a.value, addr),
+                            (SectionKind::Output, "send_to") => strings(&a.value, send),
+                            _ => {}
+                        }
+                    }
+                }
+                Statement::Plugin(_) => {}
+                Statement::If(i) => {
+                    for b in &i.branches {
+                        walk(kind, &b.body, addr, send);
+                    }
+                    if let Some(e) = &i.else_body {
+                        walk(kind, e, addr, send);
+                    }
+                }
+            }
+        }
+    }
+    let (mut addr, mut send) = (BTreeSet::new(), BTreeSet::new());
+    for s in &config.sections {
+        walk(s.kind, &s.body, &mut addr, &mut send);
+    }
+    (addr, send)
+}
+
+struct Entry {
+    fingerprint: u64,
+    running: RunningPipeline,
+    addresses: BTreeSet<String>,
+    send_to: BTreeSet<String>,
+}
+
+pub struct Agent {
+    registry: Registry,
+    path_data: PathBuf,
+    pipelines: BTreeMap<String, Entry>,
+    shutting_down: bool,
+    /// Addresses that finished pipelines sent to: their listeners may finish too.
+    finished_send_to: BTreeSet<String>,
+}
+
+/// Builds a pipeline's queue from its settings.
+fn open_queue(spec: &Spec, path_data: &std::path::Path) -> Result<Arc<dyn EventQueue>, String> {
+    let s = &spec.settings;
+    Ok(match spec.queue.queue_type {
+        QueueType::Memory => Arc::new(MemoryEventQueue::new(s.workers * s.batch_size)),
+        QueueType::Persisted => {
+            let root = spec
+                .queue
+                .path
+                .clone()
+                .unwrap_or_else(|| path_data.join("queue"));
+            let dir = root.join(&spec.id);
+            let q = &spec.queue;
+            let cfg = QueueConfig {
+                page_capacity: q.page_capacity,
+                max_events: q.max_events,
+                max_bytes: q.max_bytes,
+                checkpoint_acks: q.checkpoint_acks,
+                checkpoint_writes: q.checkpoint_writes,
+                drain: q.drain,
+            };
+            let queue = PersistedEventQueue::open(&dir, cfg).map_err(|e| {
+                format!(
+                    "pipeline {}: opening the persisted queue at {}: {e}",
+                    spec.id,
+                    dir.display()
+                )
+            })?;
+            Arc::new(queue)
+        }
+    })
+}
+
+/// Rejects pipelines that send to each other in a cycle: they could never shut down in order.
+pub fn check_cycles(
+    links: &BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+) -> Result<(), String> {
+    let downstream = |id: &str| -> Vec<String> {
+        let send = &links[id].1;
+        links
+            .iter()
+            .filter(|(_, (addr, _))| !addr.is_disjoint(send))
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    fn visit(
+        id: &str,
+        down: &dyn Fn(&str) -> Vec<String>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Result<(), String> {
+        if let Some(i) = path.iter().position(|p| p == id) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(id.to_owned());
+            return Err(format!(
+                "pipelines send to each other in a cycle: {}",
+                cycle.join(" -> ")
+            ));
+        }
+        if done.contains(id) {
+            return Ok(());
+        }
+        path.push(id.to_owned());
+        for d in down(id) {
+            visit(&d, down, path, done)?;
+        }
+        path.pop();
+        done.insert(id.to_owned());
+        Ok(())
+    }
+    let mut done = BTreeSet::new();
+    for id in links.keys() {
+        visit(id, &downstream, &mut Vec::new(), &mut done)?;
+    }
+    Ok(())
+}
+
+impl Agent {
+    pub fn new(registry: Registry, path_data: PathBuf) -> Agent {
+        Agent {
+            registry,
+            path_data,
+            pipelines: BTreeMap::new(),
+            shutting_down: false,
+            finished_send_to: BTreeSet::new(),
+        }
+    }
+
+    /// Loads and compiles every spec (all must be valid), then starts them.
+    pub fn start_all(&mut self, specs: Vec<Spec>) -> Result<(), String> {
+        let mut built = Vec::new();
+        let mut all_links = BTreeMap::new();
+        for spec in specs {
+            // Errors name the file (or the pipeline, for config.string), line and column.
+            let loaded = spec.load()?;
+            let compiled =
+                graph::compile(&loaded.config, &self.registry).map_err(|e| e.to_string())?;
+            all_links.insert(spec.id.clone(), links(&loaded.config));
+            built.push((spec, loaded.fingerprint, compiled));
+        }
+        check_cycles(&all_links)?;
+        for (spec, fingerprint, compiled) in built {
+            let (addresses, send_to) = all_links.remove(&spec.id).unwrap_or_default();
+            self.launch(spec, fingerprint, compiled, addresses, send_to)?;
+        }
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        spec: Spec,
+        fingerprint: u64,
+        compiled: graph::Compiled,
+        addresses: BTreeSet<String>,
+        send_to: BTreeSet<String>,
+    ) -> Result<(), String> {
+        let queue = open_queue(&spec, &self.path_data)?;
+        tracing::info!(
+            pipeline = %spec.id,
+            workers = spec.settings.workers,
+            batch_size = spec.settings.batch_size,
+            batch_delay_ms = spec.settings.batch_delay.as_millis() as u64,
+            queue = %spec.queue.queue_type,
+            "starting pipeline"
+        );
+        let running = runtime::start(spec.settings.clone(), compiled, queue)
+            .map_err(|e| format!("pipeline {}: starting: {e}", spec.id))?;
+        self.pipelines.insert(
+            spec.id.clone(),
+            Entry {
+                fingerprint,
+                running,
+                addresses,
+                send_to,
+            },
+        );
+        Ok(())
+    }
+
+    /// Ids of running pipelines sending to `id`.
+    fn upstream_of(&self, id: &str) -> Vec<String> {
+        let addr = &self.pipelines[id].addresses;
+        self.pipelines
+            .iter()
+            .filter(|(k, e)| k.as_str() != id && !e.send_to.is_disjoint(addr))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Asks every pipeline's sources to stop; pipelines then finish upstream first.
+    pub fn request_shutdown(&mut self) {
+        self.shutting_down = true;
+        for e in self.pipelines.values() {
+            e.running.stop_inputs();
+        }
+    }
+
+    /// Finishes pipelines that are done, upstream first. A pipeline is done when its sources
+    /// have finished, no running pipeline sends to it, and — if it listens on addresses — the
+    /// process is shutting down or a pipeline that sent to it has finished (a pipeline that
+    /// only listens waits for its senders). Returns true when no pipeline is left.
+    pub fn step(&mut self) -> bool {
+        loop {
+            let ready: Vec<String> = self
+                .pipelines
+                .iter()
+                .filter(|(id, e)| {
+                    let listens_done = e.addresses.is_empty()
+                        || self.shutting_down
+                        || !self.finished_send_to.is_disjoint(&e.addresses);
+                    e.running.active_inputs_finished()
+                        && listens_done
+                        && self.upstream_of(id).is_empty()
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            if ready.is_empty() {
+                return self.pipelines.is_empty();
+            }
+            for id in ready {
+                if let Some(e) = self.pipelines.remove(&id) {
+                    self.finish(id, e);
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, id: String, e: Entry) {
+        tracing::info!(pipeline = %id, "pipeline finishing: draining in-flight events");
+        e.running.finish(INPUT_GRACE);
+        self.finished_send_to.extend(e.send_to);
+        tracing::info!(pipeline = %id, "pipeline stopped");
+    }
+}
+
+impl Agent {
+    /// Applies a new set of specs: starts new pipelines, stops removed ones, restarts changed
+    /// ones. A spec that fails to load or compile leaves its running pipeline untouched.
+    /// Returns (successful reloads, failed reloads).
+    pub fn reload(&mut self, specs: Vec<Spec>) -> (usize, usize) {
+        let (mut ok, mut failed) = (0, 0);
+        let wanted: BTreeSet<String> = specs.iter().map(|s| s.id.clone()).collect();
+        let removed: Vec<String> = self
+            .pipelines
+            .keys()
+            .filter(|id| !wanted.contains(*id))
+            .cloned()
+            .collect();
+        for id in removed {
+            if let Some(e) = self.pipelines.remove(&id) {
+                tracing::info!(pipeline = %id, "pipeline removed from the configuration; stopping it");
+                e.running.stop_inputs();
+                self.finish(id, e);
+                ok += 1;
+            }
+        }
+        for spec in specs {
+            let id = spec.id.clone();
+            let loaded = match spec.load() {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");
+                    failed += 1;
+                    continue;
+                }
+            };
+            if self
+                .pipelines
+                .get(&id)
+                .is_some_and(|e| e.fingerprint == loaded.fingerprint)
+            {
+                continue;
+            }
+            let compiled = match graph::compile(&loaded.config, &self.registry) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");
+                    failed += 1;
+                    continue;
+                }
+            };
+            let (addresses, send_to) = links(&loaded.config);
+            let mut all: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = self
+                .pipelines
+                .iter()
+                .map(|(k, e)| (k.clone(), (e.addresses.clone(), e.send_to.clone())))
+                .collect();
+            all.insert(id.clone(), (addresses.clone(), send_to.clone()));
+            if let Err(e) = check_cycles(&all) {
+                tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");
+                failed += 1;
+                continue;
+            }
+            if let Some(old) = self.pipelines.remove(&id) {
+                tracing::info!(pipeline = %id, "configuration changed; restarting the pipeline");
+                old.running.stop_inputs();
+                old.running.finish(INPUT_GRACE);
+            }
+            match self.launch(spec, loaded.fingerprint, compiled, addresses, send_to) {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    tracing::error!(pipeline = %id, "reload failed: {e}");
+                    failed += 1;
+                }
+            }
+        }
+        (ok, failed)
+    }
+}
