@@ -19,6 +19,7 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     r.add_input("stdin", inputs::stdin::build);
     r.add_input("generator", inputs::generator::build);
+    r.add_input("pipeline", inputs::pipeline::build);
 
     r.add_filter("mutate", filters::mutate::build);
     r.add_filter("drop", filters::drop::build);
@@ -27,6 +28,7 @@ pub fn registry() -> Registry {
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);
     r.add_output("null", outputs::null::build);
+    r.add_output("pipeline", outputs::pipeline::build);
 
     r.add_codec("line", codecs::line::build);
     r.add_codec("plain", codecs::plain::build);
