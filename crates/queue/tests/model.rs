@@ -443,6 +443,7 @@ const SURVIVALS: [(f64, usize); 9] = [
 /// pushes had returned by then.
 struct Snap {
     returned: u64,
+    acked: u64,
     after: Vec<(Survival, SimStorage)>,
 }
 
@@ -454,11 +455,14 @@ struct Recorder {
     sim: SimStorage,
     log: Mutex<Vec<Snap>>,
     returned: AtomicU64,
+    /// Records `0..acked` may have been acked (set before the ack, so never too low).
+    acked: AtomicU64,
 }
 
 impl Recorder {
     fn snap(&self, log: &mut Vec<Snap>) {
         let returned = self.returned.load(Ordering::SeqCst);
+        let acked = self.acked.load(Ordering::SeqCst);
         let after = SURVIVALS
             .iter()
             .map(|&(keep_fraction, torn_bytes)| {
@@ -469,7 +473,11 @@ impl Recorder {
                 (s, self.sim.power_loss(s))
             })
             .collect();
-        log.push(Snap { returned, after });
+        log.push(Snap {
+            returned,
+            acked,
+            after,
+        });
     }
 
     fn around<T>(&self, op: impl FnOnce() -> T) -> T {
@@ -536,7 +544,10 @@ impl Storage for RecStorage {
     }
 }
 
-/// Pushes `batches` with `checkpoint.writes = k`, then reopens every recorded crash point.
+/// Pushes `batches` with `checkpoint.writes = k` (with `ack`, reading and acking everything
+/// after each push, so that checkpoints and page deletions are crash points too), then
+/// reopens every recorded crash point. Acked records may come back; unacked ones may not
+/// be lost beyond the bound below.
 ///
 /// The bound checked: a push returns without waiting only if it leaves fewer than `k`
 /// records unsynced (`end_seq - synced_seq < k`), and `synced_seq` is only advanced after a
@@ -544,17 +555,23 @@ impl Storage for RecStorage {
 /// records of returned pushes that are not yet durable are among the last `k - 1` returned:
 /// a power loss may lose at most those (none with `k = 1`), and a kill (every write kept)
 /// loses nothing.
-fn power_loss_case(k: u64, page_capacity: u64, batches: &[u64]) -> Result<(), TestCaseError> {
+fn power_loss_case(
+    k: u64,
+    page_capacity: u64,
+    batches: &[u64],
+    ack: Option<u64>,
+) -> Result<(), TestCaseError> {
     let rec = Arc::new(Recorder {
         sim: SimStorage::new(),
         log: Mutex::new(Vec::new()),
         returned: AtomicU64::new(0),
+        acked: AtomicU64::new(0),
     });
     let cfg = QueueConfig {
         page_capacity,
         max_bytes: 64 << 20,
         checkpoint_writes: k,
-        checkpoint_acks: 1_000_000,
+        checkpoint_acks: ack.unwrap_or(1_000_000),
         ..QueueConfig::default()
     };
     let q = PersistedQueue::open(Arc::new(RecStorage(Arc::clone(&rec))), cfg.clone())
@@ -565,6 +582,12 @@ fn power_loss_case(k: u64, page_capacity: u64, batches: &[u64]) -> Result<(), Te
             .map_err(|e| TestCaseError::fail(format!("push: {e}")))?;
         next += n;
         rec.returned.store(next, Ordering::SeqCst);
+        while ack.is_some() && q.stats().unread_events > 0 {
+            let b = q.read_batch(4, Duration::ZERO).unwrap();
+            let idxs = indices(&b).map_err(TestCaseError::fail)?;
+            rec.acked.store(idxs.last().unwrap() + 1, Ordering::SeqCst);
+            q.ack(b.token);
+        }
     }
     // A crash during the final shutdown is a crash point too; then the final state.
     q.shutdown();
@@ -576,9 +599,10 @@ fn power_loss_case(k: u64, page_capacity: u64, batches: &[u64]) -> Result<(), Te
     for (at, snap) in log.iter().enumerate() {
         for (surv, storage) in &snap.after {
             let ctx = format!(
-                "crash point {at}/{} ({} records returned), {surv:?}, k {k}",
+                "crash point {at}/{} ({} records returned, {} acked), {surv:?}, k {k}",
                 log.len(),
-                snap.returned
+                snap.returned,
+                snap.acked
             );
             let q = PersistedQueue::open(Arc::new(storage.clone()), cfg.clone())
                 .map_err(|e| TestCaseError::fail(format!("{ctx}: reopen failed: {e}")))?;
@@ -595,7 +619,7 @@ fn power_loss_case(k: u64, page_capacity: u64, batches: &[u64]) -> Result<(), Te
                 got
             );
             prop_assert!(got.iter().all(|&i| i < next), "{}: unknown record", ctx);
-            let lost: Vec<u64> = (0..snap.returned)
+            let lost: Vec<u64> = (snap.acked..snap.returned)
                 .filter(|i| got.binary_search(i).is_err())
                 .collect();
             let allowed = if surv.keep_fraction >= 1.0 { 0 } else { k - 1 };
@@ -617,7 +641,8 @@ fn power_loss_case(k: u64, page_capacity: u64, batches: &[u64]) -> Result<(), Te
 fn power_loss_at_every_write_boundary_checkpoint_writes_1() {
     // Small pages so that pushes roll over (and page creation is a crash point too).
     let batches: Vec<u64> = (0..24).map(|i| 1 + i % 5).collect();
-    power_loss_case(1, 300, &batches).unwrap();
+    power_loss_case(1, 300, &batches, None).unwrap();
+    power_loss_case(1, 300, &batches, Some(3)).unwrap();
 }
 
 proptest! {
@@ -628,8 +653,9 @@ proptest! {
         k in prop_oneof![Just(1u64), 2u64..12],
         page_capacity in 256u64..1024,
         batches in proptest::collection::vec(1u64..6, 1..24),
+        ack in proptest::option::of(1u64..8),
     ) {
-        power_loss_case(k, page_capacity, &batches)?;
+        power_loss_case(k, page_capacity, &batches, ack)?;
     }
 }
 
