@@ -205,6 +205,12 @@ pub fn recover(storage: &dyn Storage) -> Result<Recovered, QueueError> {
                 scan.count
             ));
         }
+        if scan.count > 0 {
+            // Records found by scanning may exist only in the page cache (the previous process
+            // was killed before syncing them). The next checkpoint will vouch for them, so
+            // they must be on disk first.
+            file.sync()?;
+        }
         entry.count += scan.count;
         entry.bytes = scan.end_offset;
         if scan.file_len > scan.end_offset {
