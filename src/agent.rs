@@ -44,6 +44,8 @@ pub struct Spec {
     pub escapes: bool,
     pub settings: PipelineSettings,
     pub queue: QueueSettings,
+    /// `pipeline.ecs_compatibility`: the default for the plugins of this pipeline.
+    pub ecs_compatibility: Option<String>,
 }
 
 /// A parsed spec, with what identifies its content for reloads.
@@ -58,7 +60,7 @@ impl Spec {
             support_escapes: self.escapes,
         };
         let mut h = DefaultHasher::new();
-        format!("{:?}{:?}{}", self.settings, self.queue, self.escapes).hash(&mut h);
+        format!("{:?}{:?}{}{:?}", self.settings, self.queue, self.escapes, self.ecs_compatibility).hash(&mut h);
         let mut config = match &self.source {
             Source::Path(p) => {
                 let sources = sluice_config::load_path(p).map_err(|e| e.to_string())?;
@@ -251,6 +253,13 @@ impl Agent {
         }
     }
 
+    /// The registry with this pipeline's plugin defaults.
+    pub fn registry_for(&self, spec: &Spec) -> Registry {
+        let mut r = self.registry.clone();
+        r.set_ecs_compatibility(spec.ecs_compatibility.clone());
+        r
+    }
+
     /// Loads and compiles every spec (all must be valid), then starts them.
     pub fn start_all(&mut self, specs: Vec<Spec>) -> Result<(), String> {
         let mut built = Vec::new();
@@ -259,7 +268,7 @@ impl Agent {
             // Errors name the file (or the pipeline, for config.string), line and column.
             let loaded = spec.load()?;
             let compiled =
-                graph::compile(&loaded.config, &self.registry).map_err(|e| e.to_string())?;
+                graph::compile(&loaded.config, &self.registry_for(&spec)).map_err(|e| e.to_string())?;
             all_links.insert(spec.id.clone(), links(&loaded.config));
             built.push((spec, loaded.fingerprint, compiled));
         }
@@ -396,7 +405,7 @@ impl Agent {
             {
                 continue;
             }
-            let compiled = match graph::compile(&loaded.config, &self.registry) {
+            let compiled = match graph::compile(&loaded.config, &self.registry_for(&spec)) {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");

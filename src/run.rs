@@ -68,18 +68,17 @@ pub fn run(args: &Cli) -> Result<(), String> {
     let path_data = settings.path_data.clone().unwrap_or_default();
 
     let initial = specs(args, &settings)?;
-    let registry = sluice_plugins::registry();
+    let mut agent = Agent::new(sluice_plugins::registry(), path_data);
     if args.test_and_exit {
         for spec in &initial {
             let loaded = spec.load()?;
-            graph::compile(&loaded.config, &registry).map_err(|e| e.to_string())?;
+            graph::compile(&loaded.config, &agent.registry_for(spec)).map_err(|e| e.to_string())?;
         }
         println!("Configuration OK");
         return Ok(());
     }
 
     let signals = watch_signals()?;
-    let mut agent = Agent::new(registry, path_data);
     agent.start_all(initial)?;
     let reload_auto = settings.config_reload_automatic.unwrap_or(false);
     let reload_every = settings
@@ -166,6 +165,7 @@ fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
             escapes,
             settings: pipeline_settings(&id, &base)?,
             queue: settings.queue_settings(),
+            ecs_compatibility: base.ecs_compatibility.clone(),
         }]);
     }
     let entries = match &args.path_settings {
@@ -193,11 +193,13 @@ fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
                 ))
             }
         };
+        let overrides = entry.pipeline.or(&base);
         out.push(Spec {
             id: entry.id.clone(),
             source,
             escapes: entry.config_support_escapes.unwrap_or(escapes),
-            settings: pipeline_settings(&entry.id, &entry.pipeline.or(&base))?,
+            settings: pipeline_settings(&entry.id, &overrides)?,
+            ecs_compatibility: overrides.ecs_compatibility.clone(),
             queue: entry.queue.resolve(&settings.queue_settings()),
         });
     }
@@ -227,6 +229,14 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
     }
     if let Some(d) = o.batch_delay {
         ps.batch_delay = d;
+    }
+    // One worker keeps events in order; several cannot (as in Logstash, which refuses the
+    // combination too).
+    if o.ordered.as_deref() == Some("true") && ps.workers > 1 {
+        return Err(format!(
+            "pipeline {id}: pipeline.ordered: true needs pipeline.workers: 1 (it is {})",
+            ps.workers
+        ));
     }
     Ok(ps)
 }

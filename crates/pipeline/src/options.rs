@@ -110,6 +110,11 @@ impl<'a> Options<'a> {
         })
     }
 
+    /// `pipeline.ecs_compatibility`, the default for this plugin's `ecs_compatibility`.
+    pub fn pipeline_ecs_compatibility(&self) -> Option<&str> {
+        self.registry.ecs_compatibility()
+    }
+
     pub fn plugin_name(&self) -> &str {
         self.plugin
     }

@@ -13,12 +13,14 @@ pub type FilterCtor = fn(&mut Options) -> Result<Box<dyn Filter>, ConfigError>;
 pub type OutputCtor = fn(&mut Options) -> Result<Box<dyn Output>, ConfigError>;
 pub type CodecCtor = fn(&mut Options) -> Result<Box<dyn Codec>, ConfigError>;
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Registry {
     inputs: Vec<(&'static str, InputCtor)>,
     filters: Vec<(&'static str, FilterCtor)>,
     outputs: Vec<(&'static str, OutputCtor)>,
     codecs: Vec<(&'static str, CodecCtor)>,
+    /// `pipeline.ecs_compatibility`: the default of every plugin's `ecs_compatibility`.
+    ecs_compatibility: Option<String>,
 }
 
 /// Options every filter has, applied when the filter reports a match (Logstash's
@@ -109,6 +111,16 @@ fn find<T: Copy>(table: &[(&'static str, T)], name: &str) -> Option<T> {
 impl Registry {
     pub fn new() -> Self {
         Registry::default()
+    }
+
+    /// Sets the pipeline-wide default for plugins' `ecs_compatibility` (disabled|v1|v8).
+    pub fn set_ecs_compatibility(&mut self, mode: Option<String>) {
+        self.ecs_compatibility = mode;
+    }
+
+    /// The pipeline-wide `ecs_compatibility` default, if set.
+    pub fn ecs_compatibility(&self) -> Option<&str> {
+        self.ecs_compatibility.as_deref()
     }
 
     pub fn add_input(&mut self, name: &'static str, ctor: InputCtor) {
