@@ -250,3 +250,43 @@ fn sigterm_stops_an_endless_pipeline_without_duplicates() {
     // One generator thread: the delivered events are exactly sequences 0..n.
     assert_eq!(seqs, (0..n).collect::<Vec<_>>());
 }
+
+#[test]
+fn pipeline_settings_ecs_default_and_ordered() {
+    let dir = temp_dir("ecs");
+    std::fs::write(
+        dir.join("sluice.yml"),
+        "pipeline.ecs_compatibility: disabled\n",
+    )
+    .unwrap();
+    let settings = dir.to_str().unwrap();
+    let out = run_with_stdin(
+        &[
+            "--path.settings",
+            settings,
+            "-e",
+            "input { stdin {} } output { stdout { codec => json_lines } }",
+        ],
+        "hi\n",
+    );
+    assert!(out.status.success());
+    let e = &json_lines(&String::from_utf8(out.stdout).unwrap())[0];
+    assert!(e["host"].is_string(), "legacy host field expected: {e}");
+    assert!(e.get("event").is_none(), "{e}");
+
+    std::fs::write(dir.join("sluice.yml"), "pipeline.ordered: true\n").unwrap();
+    let bad = sluice()
+        .args([
+            "--path.settings",
+            settings,
+            "-w",
+            "2",
+            "-e",
+            "input { generator { count => 1 } }",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr)
+        .contains("pipeline.ordered: true needs pipeline.workers: 1"));
+}
