@@ -10,13 +10,7 @@ use super::json_events;
 pub struct Json;
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
-    let charset = opts.string_or("charset", "UTF-8")?;
-    if !charset.eq_ignore_ascii_case("UTF-8") {
-        return Err(opts.error(
-            "charset",
-            format!("only UTF-8 is supported, got {charset:?}"),
-        ));
-    }
+    super::require_utf8(opts)?;
     crate::ecs::Ecs::from_options(opts)?;
     opts.string("target")?.map_or(
         Ok(()),

@@ -16,13 +16,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     let &[delimiter] = delimiter.as_bytes() else {
         return Err(opts.error("delimiter", "must be a single character"));
     };
-    let charset = opts.string_or("charset", "UTF-8")?;
-    if !charset.eq_ignore_ascii_case("UTF-8") {
-        return Err(opts.error(
-            "charset",
-            format!("only UTF-8 is supported, got {charset:?}"),
-        ));
-    }
+    super::require_utf8(opts)?;
     crate::ecs::Ecs::from_options(opts)?;
     Ok(Box::new(JsonLines {
         delimiter,

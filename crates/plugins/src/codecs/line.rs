@@ -20,13 +20,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     if delimiter.is_empty() {
         return Err(opts.error("delimiter", "must not be empty"));
     }
-    let charset = opts.string_or("charset", "UTF-8")?;
-    if !charset.eq_ignore_ascii_case("UTF-8") {
-        return Err(opts.error(
-            "charset",
-            format!("only UTF-8 is supported, got {charset:?}"),
-        ));
-    }
+    super::require_utf8(opts)?;
     Ok(Box::new(Line {
         delimiter: delimiter.into_bytes(),
         format: opts.string("format")?.map(|f| Template::parse(&f)),

@@ -14,13 +14,7 @@ pub struct Plain {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
-    let charset = opts.string_or("charset", "UTF-8")?;
-    if !charset.eq_ignore_ascii_case("UTF-8") {
-        return Err(opts.error(
-            "charset",
-            format!("only UTF-8 is supported, got {charset:?}"),
-        ));
-    }
+    super::require_utf8(opts)?;
     Ok(Box::new(Plain {
         format: opts.string("format")?.map(|f| Template::parse(&f)),
         ecs: Ecs::from_options(opts)?,
