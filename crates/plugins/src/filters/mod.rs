@@ -2,4 +2,6 @@
 
 pub mod clone;
 pub mod drop;
+pub mod geoip;
 pub mod mutate;
+pub mod useragent;
