@@ -202,7 +202,7 @@ fn text_candidates(names: &[(&str, i32)]) -> Arc<[(Box<str>, i32)]> {
             }
         }
     }
-    out.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    out.sort_by_key(|n| std::cmp::Reverse(n.0.len()));
     out.into()
 }
 
@@ -794,20 +794,24 @@ fn iso_number<'a>(
     Some(end)
 }
 
+/// One way to parse the text at a position (an alternative of the ISO grammar).
+type Alternative<'f, 'a> = &'f dyn Fn(&'a str, usize, &mut Parsed<'a>) -> Option<usize>;
+
 /// Runs alternatives from `pos` and keeps the one that got furthest.
 fn longest<'a>(
     text: &'a str,
     pos: usize,
     p: &mut Parsed<'a>,
-    alts: &[&dyn Fn(&'a str, usize, &mut Parsed<'a>) -> Option<usize>],
+    alts: &[Alternative<'_, 'a>],
 ) -> Option<usize> {
     let mut best: Option<(usize, Parsed<'a>)> = None;
     for alt in alts {
         let mut trial = p.clone();
         if let Some(end) = alt(text, pos, &mut trial) {
-            if best.as_ref().map_or(true, |(b, _)| end > *b) {
-                best = Some((end, trial));
+            if best.as_ref().is_some_and(|(b, _)| end <= *b) {
+                continue;
             }
+            best = Some((end, trial));
         }
     }
     let (end, parsed) = best?;

@@ -24,6 +24,7 @@ pub fn registry() -> Registry {
     r.add_filter("mutate", filters::mutate::build);
     r.add_filter("drop", filters::drop::build);
     r.add_filter("clone", filters::clone::build);
+    r.add_filter("date", filters::date::build);
     r.add_filter("geoip", filters::geoip::build);
     r.add_filter("useragent", filters::useragent::build);
 

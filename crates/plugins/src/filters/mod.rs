@@ -5,3 +5,4 @@ pub mod drop;
 pub mod geoip;
 pub mod mutate;
 pub mod useragent;
+pub mod date;
