@@ -26,6 +26,7 @@ pub fn registry() -> Registry {
     r.add_filter("clone", filters::clone::build);
     r.add_filter("date", filters::date::build);
     r.add_filter("geoip", filters::geoip::build);
+    r.add_filter("grok", filters::grok::build);
     r.add_filter("useragent", filters::useragent::build);
 
     r.add_output("stdout", outputs::stdout::build);

@@ -3,6 +3,7 @@
 pub mod clone;
 pub mod drop;
 pub mod geoip;
+pub mod grok;
 pub mod mutate;
 pub mod useragent;
 pub mod date;

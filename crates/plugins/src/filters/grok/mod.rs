@@ -1,0 +1,623 @@
+//! `grok`: named captures from regular expressions built out of a library of named patterns.
+//!
+//! Behaviour follows Logstash's grok filter and jls-grok:
+//! - `match => { field => pattern | [patterns] }`; each pattern is expanded (`%{SYNTAX}`,
+//!   `%{SYNTAX:semantic}`, `%{SYNTAX:semantic:int|float}`, `%{NAME=regex}`, see [`expand`]),
+//!   translated from Oniguruma to PCRE2 (see [`onig`]) and compiled once, with the JIT.
+//! - Patterns come from the built-in logstash-patterns-core set chosen by `ecs_compatibility`
+//!   (`disabled` = legacy, `v1`/`v8` = ecs-v1), then `patterns_dir` files (matching
+//!   `patterns_files_glob`), then `pattern_definitions`; later ones override earlier ones.
+//! - Fields are tried in the order written, each field's patterns in order; with
+//!   `break_on_match` (default) the first match ends the search. A field holding an array has
+//!   every element matched; a missing field is matched as the empty string, a number as its text.
+//! - Each capture (in Ruby's `named_captures` order) goes to its field, under `target` if set:
+//!   empty or unmatched captures are skipped unless `keep_empty_captures`; `:int`/`:float` use
+//!   Ruby's `to_i`/`to_f`; a field listed in `overwrite` is replaced, otherwise an absent/null
+//!   field is set, an array gets the value appended, a string becomes `[old, new]`, and any
+//!   other existing value is left alone.
+//! - No match: the `tag_on_failure` tags are added and the filter reports no match (so
+//!   `add_field`/`add_tag` do not apply).
+//!
+//! Timeouts. Logstash interrupts a match after `timeout_millis` with a timer thread. Here two
+//! things stand in for it: PCRE2's own limits stop a runaway backtracking match inside the
+//! engine (the match limit of 10,000,000 steps, the heap limit, and a 1 MiB JIT stack per
+//! pattern per worker), and the elapsed time of every regex execution (or of the whole event,
+//! with `timeout_scope => event`) is checked against `timeout_millis` after it returns: one
+//! clock read per execution. Either way the event gets `tag_on_timeout` (and no failure tag),
+//! as in Logstash. `timeout_millis => 0` turns the elapsed-time check off; PCRE2's limits
+//! always apply.
+//!
+//! Per worker, each pattern owns its PCRE2 match data (reused for every event): the only
+//! allocations per event are the captured values themselves.
+
+pub mod expand;
+pub mod onig;
+pub mod patterns;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pcre2::bytes::{CaptureLocations, Regex, RegexBuilder};
+use sluice_event::{Event, FieldRef, Value};
+use sluice_pipeline::{ConfigError, Filter, Options};
+
+use crate::ecs::Ecs;
+use patterns::PatternSet;
+
+/// The largest JIT stack one pattern may use per worker.
+const JIT_STACK_MAX: usize = 1 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conversion {
+    None,
+    Int,
+    Float,
+}
+
+#[derive(Debug)]
+struct Capture {
+    /// PCRE2 group number.
+    group: usize,
+    /// Where the value goes; a name that is no valid field reference fails when it first
+    /// captures something, as `event.set` raises in Logstash.
+    target: Result<FieldRef, String>,
+    overwrite: bool,
+    conversion: Conversion,
+}
+
+struct Pattern {
+    /// As written in the config, for log messages.
+    text: String,
+    regex: Regex,
+    captures: Vec<Capture>,
+}
+
+struct FieldMatch {
+    field: FieldRef,
+    name: String,
+    patterns: Vec<Pattern>,
+}
+
+struct Config {
+    matches: Vec<FieldMatch>,
+    break_on_match: bool,
+    keep_empty_captures: bool,
+    tag_on_failure: Vec<String>,
+    tag_on_timeout: String,
+    timeout: Option<Duration>,
+    timeout_per_event: bool,
+}
+
+pub struct Grok {
+    cfg: Arc<Config>,
+    /// Match data, per field, per pattern: this worker's own.
+    locs: Vec<Vec<CaptureLocations>>,
+    /// Captures of the input being matched: (pattern, capture, value). Reused.
+    found: Vec<(usize, usize, Value)>,
+}
+
+enum Stop {
+    /// A regex execution ran past `timeout_millis` or hit PCRE2's limits.
+    Timeout,
+    /// A capture names no valid field: Logstash's `event.set` raises, and the field's match
+    /// fails (captures stored before it stay).
+    BadField(String),
+}
+
+impl Grok {
+    fn new(cfg: Arc<Config>) -> Grok {
+        let locs = cfg
+            .matches
+            .iter()
+            .map(|m| {
+                m.patterns
+                    .iter()
+                    .map(|p| p.regex.capture_locations())
+                    .collect()
+            })
+            .collect();
+        Grok {
+            cfg,
+            locs,
+            found: Vec::new(),
+        }
+    }
+}
+
+/// Ruby's `String#to_i`: leading blanks, a sign, digits (single `_` between digits allowed);
+/// 0 when there are none. Past `i64`, a float.
+fn ruby_to_i(s: &str) -> Value {
+    let b = s
+        .trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c'])
+        .as_bytes();
+    let mut i = 0;
+    let negative = match b.first() {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut n: i64 = 0;
+    let mut big: Option<f64> = None;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            let d = (c - b'0') as i64;
+            match &mut big {
+                Some(f) => *f = *f * 10.0 + d as f64,
+                None => match n.checked_mul(10).and_then(|x| x.checked_add(d)) {
+                    Some(x) => n = x,
+                    None => big = Some(n as f64 * 10.0 + d as f64),
+                },
+            }
+        } else if !(c == b'_'
+            && i > 0
+            && b[i - 1].is_ascii_digit()
+            && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
+            break;
+        }
+        i += 1;
+    }
+    match big {
+        Some(f) => Value::Float(if negative { -f } else { f }),
+        None => Value::Int(if negative { -n } else { n }),
+    }
+}
+
+/// Ruby's `String#to_f`: the longest leading decimal number (`1_000.5e3`), 0.0 if none.
+fn ruby_to_f(s: &str) -> Value {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let b = t.as_bytes();
+    let mut text = String::with_capacity(b.len().min(32));
+    let mut i = 0;
+    if let Some(&c @ (b'-' | b'+')) = b.first() {
+        text.push(c as char);
+        i += 1;
+    }
+    let digits = |i: &mut usize, text: &mut String| -> bool {
+        let start = *i;
+        while *i < b.len() {
+            let c = b[*i];
+            if c.is_ascii_digit() {
+                text.push(c as char);
+            } else if !(c == b'_'
+                && *i > start
+                && b[*i - 1].is_ascii_digit()
+                && b.get(*i + 1).is_some_and(u8::is_ascii_digit))
+            {
+                break;
+            }
+            *i += 1;
+        }
+        *i > start
+    };
+    let int_part = digits(&mut i, &mut text);
+    if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
+        text.push('.');
+        i += 1;
+        digits(&mut i, &mut text);
+    } else if !int_part {
+        return Value::Float(0.0);
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        let mut exp = String::from("e");
+        if let Some(&c @ (b'-' | b'+')) = b.get(j) {
+            exp.push(c as char);
+            j += 1;
+        }
+        if b.get(j).is_some_and(u8::is_ascii_digit) {
+            text.push_str(&exp);
+            digits(&mut j, &mut text);
+        }
+    }
+    Value::Float(text.parse().unwrap_or(0.0))
+}
+
+fn convert(text: &str, conversion: Conversion) -> Value {
+    match conversion {
+        Conversion::None => Value::String(text.to_owned()),
+        Conversion::Int => ruby_to_i(text),
+        Conversion::Float => ruby_to_f(text),
+    }
+}
+
+/// Stores one capture as Logstash's grok `handle` does.
+fn handle(event: &mut Event, c: &Capture, value: Value) {
+    let Ok(target) = &c.target else {
+        return;
+    };
+    if c.overwrite {
+        event.set(target, value);
+        return;
+    }
+    match event.get_mut(target) {
+        None | Some(Value::Null) => event.set(target, value),
+        Some(Value::Array(items)) => items.push(value),
+        Some(v @ Value::String(_)) => {
+            let old = std::mem::take(v);
+            *v = Value::Array(vec![old, value]);
+        }
+        Some(other) => tracing::debug!(
+            field = %target,
+            existing = other.type_name(),
+            "grok: not adding a captured value to a field holding a non-string value"
+        ),
+    }
+}
+
+/// Matches `input` against a field's patterns, collecting captures into `found`.
+#[allow(clippy::too_many_arguments)]
+fn collect(
+    cfg: &Config,
+    fm: &FieldMatch,
+    locs: &mut [CaptureLocations],
+    input: &str,
+    found: &mut Vec<(usize, usize, Value)>,
+    clock: &mut Option<Instant>,
+) -> Result<bool, Stop> {
+    let mut matched = false;
+    for (pi, (p, loc)) in fm.patterns.iter().zip(locs.iter_mut()).enumerate() {
+        let result = p.regex.captures_read(loc, input.as_bytes());
+        if let (Some(limit), Some(since)) = (cfg.timeout, clock.as_mut()) {
+            let now = Instant::now();
+            if now.duration_since(*since) > limit {
+                warn_timeout(p, fm, input, "ran past timeout_millis");
+                return Err(Stop::Timeout);
+            }
+            if !cfg.timeout_per_event {
+                *since = now;
+            }
+        }
+        match result {
+            Err(e) => {
+                warn_timeout(p, fm, input, &e.to_string());
+                return Err(Stop::Timeout);
+            }
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                matched = true;
+                for (ci, c) in p.captures.iter().enumerate() {
+                    let value = match loc.get(c.group).and_then(|(s, e)| input.get(s..e)) {
+                        Some(text) => convert(text, c.conversion),
+                        None => Value::Null,
+                    };
+                    if !cfg.keep_empty_captures
+                        && (matches!(&value, Value::Null)
+                            || matches!(&value, Value::String(s) if s.is_empty()))
+                    {
+                        continue;
+                    }
+                    if let Err(e) = &c.target {
+                        return Err(Stop::BadField(e.clone()));
+                    }
+                    found.push((pi, ci, value));
+                }
+                if cfg.break_on_match {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(matched)
+}
+
+fn warn_timeout(p: &Pattern, fm: &FieldMatch, input: &str, why: &str) {
+    let shown: String = input.chars().take(255).collect();
+    tracing::warn!(
+        pattern = %p.text,
+        field = %fm.name,
+        value = %shown,
+        "grok: timeout executing pattern ({why})"
+    );
+}
+
+fn apply(fm: &FieldMatch, found: &mut Vec<(usize, usize, Value)>, event: &mut Event) {
+    for (pi, ci, value) in found.drain(..) {
+        handle(event, &fm.patterns[pi].captures[ci], value);
+    }
+}
+
+/// Matches one `match` entry against the event.
+fn match_field(
+    cfg: &Config,
+    fm: &FieldMatch,
+    locs: &mut [CaptureLocations],
+    found: &mut Vec<(usize, usize, Value)>,
+    event: &mut Event,
+    clock: &mut Option<Instant>,
+) -> Result<bool, Stop> {
+    found.clear();
+    let owned: String;
+    let input: &str = match event.get(&fm.field) {
+        Some(Value::Array(items)) => {
+            let items: Vec<String> = items.iter().map(Value::to_display_string).collect();
+            let mut any = false;
+            for item in &items {
+                let r = collect(cfg, fm, locs, item, found, clock);
+                apply(fm, found, event);
+                any |= r?;
+            }
+            return Ok(any);
+        }
+        Some(Value::String(s)) => s,
+        None | Some(Value::Null) => "",
+        Some(other) => {
+            owned = other.to_display_string();
+            &owned
+        }
+    };
+    let r = collect(cfg, fm, locs, input, found, clock);
+    apply(fm, found, event);
+    r
+}
+
+impl Filter for Grok {
+    fn filter(&mut self, event: &mut Event, _emit: &mut Vec<Event>) -> bool {
+        let Grok { cfg, locs, found } = self;
+        let mut clock = cfg.timeout.map(|_| Instant::now());
+        let mut matched = false;
+        for (fm, locs) in cfg.matches.iter().zip(locs.iter_mut()) {
+            let result = match match_field(cfg, fm, locs, found, event, &mut clock) {
+                Err(Stop::BadField(e)) => {
+                    tracing::warn!(field = %fm.name, "grok: captured value not stored: {e}");
+                    Ok(false)
+                }
+                other => other,
+            };
+            match result {
+                Ok(true) => {
+                    matched = true;
+                    if cfg.break_on_match {
+                        break;
+                    }
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    event.add_tag(&cfg.tag_on_timeout);
+                    return false;
+                }
+            }
+        }
+        if !matched {
+            for tag in &cfg.tag_on_failure {
+                event.add_tag(tag);
+            }
+        }
+        matched
+    }
+
+    fn clone_box(&self) -> Box<dyn Filter> {
+        Box::new(Grok::new(Arc::clone(&self.cfg)))
+    }
+}
+
+/// Ruby's `String#split(":")`: trailing empty pieces dropped.
+fn ruby_split_colon(s: &str) -> Vec<&str> {
+    let mut parts: Vec<&str> = s.split(':').collect();
+    while parts.last() == Some(&"") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Builds the captures of a compiled pattern from its group names, in Ruby's
+/// `named_captures` order: names by first appearance, each with all its groups.
+fn captures(names: &[String], target: Option<&FieldRef>, overwrite: &[String]) -> Vec<Capture> {
+    let mut by_name: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        match by_name.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, groups)) => groups.push(i + 1),
+            None => by_name.push((name, vec![i + 1])),
+        }
+    }
+    let mut out = Vec::new();
+    for (name, groups) in by_name {
+        let parts = ruby_split_colon(name);
+        let Some(field) = parts.get(1).or(parts.first()).copied() else {
+            continue;
+        };
+        let conversion = match parts.get(2).copied() {
+            Some("int") => Conversion::Int,
+            Some("float") => Conversion::Float,
+            _ => Conversion::None,
+        };
+        let target_ref = match (FieldRef::parse(field), target) {
+            (Ok(f), None) => Ok(f),
+            (Ok(f), Some(t)) => {
+                let path: String = t
+                    .segments()
+                    .iter()
+                    .chain(f.segments())
+                    .map(|s| format!("[{s}]"))
+                    .collect();
+                FieldRef::parse(&path).map_err(|e| e.to_string())
+            }
+            (Err(e), _) => {
+                tracing::warn!(
+                    capture = %name,
+                    "grok: this capture names no valid field; an event where it captures \
+                     something fails to match: {e}"
+                );
+                Err(e.to_string())
+            }
+        };
+        let overwrite = overwrite.iter().any(|o| o == field);
+        for group in groups {
+            out.push(Capture {
+                group,
+                target: target_ref.clone(),
+                overwrite,
+                conversion,
+            });
+        }
+    }
+    out
+}
+
+/// Expands, translates and compiles one pattern.
+fn compile(
+    opts: &Options,
+    text: &str,
+    table: expand::Table<'_>,
+    named_captures_only: bool,
+    target: Option<&FieldRef>,
+    overwrite: &[String],
+) -> Result<Pattern, ConfigError> {
+    let expanded = expand::expand(text, table, named_captures_only)
+        .map_err(|e| opts.error("match", format!("{e} (in grok pattern {text:?})")))?;
+    let translated = onig::translate(&expanded);
+    let regex = RegexBuilder::new()
+        .utf(true)
+        .dotall(true)
+        .multi_line(true)
+        .jit_if_available(true)
+        .max_jit_stack_size(Some(JIT_STACK_MAX))
+        .build(&translated.pattern)
+        .map_err(|e| {
+            opts.error(
+                "match",
+                format!("invalid regular expression in grok pattern {text:?}: {e}"),
+            )
+        })?;
+    Ok(Pattern {
+        text: text.to_owned(),
+        regex,
+        captures: captures(&translated.names, target, overwrite),
+    })
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
+    let set = if Ecs::from_options(opts)?.enabled() {
+        PatternSet::EcsV1
+    } else {
+        PatternSet::Legacy
+    };
+    let entries = opts.string_hash("match")?.unwrap_or_default();
+    let break_on_match = opts.boolean_or("break_on_match", true)?;
+    let named_captures_only = opts.boolean_or("named_captures_only", true)?;
+    let keep_empty_captures = opts.boolean_or("keep_empty_captures", false)?;
+    let overwrite = opts.string_list("overwrite")?.unwrap_or_default();
+    let tag_on_failure = opts
+        .string_list("tag_on_failure")?
+        .unwrap_or_else(|| vec!["_grokparsefailure".to_owned()]);
+    let tag_on_timeout = opts.string_or("tag_on_timeout", "_groktimeout")?;
+    let timeout_millis = opts.float("timeout_millis")?.unwrap_or(30000.0);
+    if !(timeout_millis >= 0.0 && timeout_millis.is_finite()) {
+        return Err(opts.error("timeout_millis", "expected a number of milliseconds >= 0"));
+    }
+    let timeout_per_event =
+        opts.choice("timeout_scope", &["pattern", "event"], "pattern")? == "event";
+    let target = match opts.string("target")? {
+        None => None,
+        Some(t) => {
+            let t = t.trim();
+            let parsed = if t.contains('[') {
+                FieldRef::parse(t)
+            } else if t.is_empty() {
+                return Err(opts.error("target", "empty field name"));
+            } else {
+                Ok(FieldRef::top_level(t))
+            };
+            Some(parsed.map_err(|e| opts.error("target", e.to_string()))?)
+        }
+    };
+    let dirs = opts.string_list("patterns_dir")?.unwrap_or_default();
+    let glob = opts.string_or("patterns_files_glob", "*")?;
+    let definitions = opts.string_hash("pattern_definitions")?.unwrap_or_default();
+
+    let mut user: HashMap<String, String> = HashMap::new();
+    for path in patterns::files_from_dirs(&dirs, &glob) {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            opts.error(
+                "patterns_dir",
+                format!("cannot read grok pattern file {}: {e}", path.display()),
+            )
+        })?;
+        for (name, pattern) in patterns::parse_file(&text) {
+            user.insert(name.to_owned(), pattern.to_owned());
+        }
+    }
+    for (name, pattern) in definitions {
+        user.insert(name, patterns::chomp(&pattern).to_owned());
+    }
+
+    let builtin = patterns::builtin(set);
+    let mut matches: Vec<FieldMatch> = Vec::new();
+    for (field, text) in entries {
+        let pattern = compile(
+            opts,
+            &text,
+            expand::Table {
+                builtin,
+                user: &user,
+            },
+            named_captures_only,
+            target.as_ref(),
+            &overwrite,
+        )?;
+        match matches.iter_mut().find(|m| m.name == field) {
+            Some(m) => m.patterns.push(pattern),
+            None => {
+                let field_ref =
+                    FieldRef::parse(&field).map_err(|e| opts.error("match", e.to_string()))?;
+                matches.push(FieldMatch {
+                    field: field_ref,
+                    name: field,
+                    patterns: vec![pattern],
+                });
+            }
+        }
+    }
+    let cfg = Config {
+        matches,
+        break_on_match,
+        keep_empty_captures,
+        tag_on_failure,
+        tag_on_timeout,
+        timeout: (timeout_millis > 0.0).then(|| Duration::from_secs_f64(timeout_millis / 1000.0)),
+        timeout_per_event,
+    };
+    Ok(Box::new(Grok::new(Arc::new(cfg))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ruby_number_conversions() {
+        assert_eq!(ruby_to_i("42"), Value::Int(42));
+        assert_eq!(ruby_to_i(" -7abc"), Value::Int(-7));
+        assert_eq!(ruby_to_i("1_000"), Value::Int(1000));
+        assert_eq!(ruby_to_i("1__0"), Value::Int(1));
+        assert_eq!(ruby_to_i("3.9"), Value::Int(3));
+        assert_eq!(ruby_to_i(""), Value::Int(0));
+        assert_eq!(ruby_to_i("x1"), Value::Int(0));
+        assert_eq!(ruby_to_i("0x1A"), Value::Int(0));
+        assert_eq!(ruby_to_i("99999999999999999999"), Value::Float(1e20));
+        assert_eq!(ruby_to_f("0.000073"), Value::Float(0.000073));
+        assert_eq!(ruby_to_f("-1"), Value::Float(-1.0));
+        assert_eq!(ruby_to_f(".5"), Value::Float(0.5));
+        assert_eq!(ruby_to_f("5."), Value::Float(5.0));
+        assert_eq!(ruby_to_f("1e3x"), Value::Float(1000.0));
+        assert_eq!(ruby_to_f("1e"), Value::Float(1.0));
+        assert_eq!(ruby_to_f("1_000.5"), Value::Float(1000.5));
+        assert_eq!(ruby_to_f("abc"), Value::Float(0.0));
+        assert_eq!(ruby_to_f(""), Value::Float(0.0));
+    }
+
+    #[test]
+    fn split_like_ruby() {
+        assert_eq!(ruby_split_colon("NUMBER:x:int"), vec!["NUMBER", "x", "int"]);
+        assert_eq!(ruby_split_colon("x"), vec!["x"]);
+        assert_eq!(ruby_split_colon("WORD:"), vec!["WORD"]);
+    }
+}
