@@ -11,6 +11,7 @@ pub mod field;
 pub mod filters;
 pub mod inputs;
 pub mod outputs;
+pub mod redis_conn;
 
 use sluice_pipeline::Registry;
 
@@ -19,6 +20,7 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     r.add_input("stdin", inputs::stdin::build);
     r.add_input("generator", inputs::generator::build);
+    r.add_input("redis", inputs::redis::build);
     r.add_input("pipeline", inputs::pipeline::build);
 
     r.add_filter("mutate", filters::mutate::build);
@@ -32,6 +34,7 @@ pub fn registry() -> Registry {
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);
     r.add_output("null", outputs::null::build);
+    r.add_output("redis", outputs::redis::build);
     r.add_output("pipeline", outputs::pipeline::build);
 
     r.add_codec("line", codecs::line::build);

@@ -2,5 +2,6 @@
 
 pub mod file;
 pub mod null;
+pub mod redis;
 pub mod pipeline;
 pub mod stdout;

@@ -1,0 +1,963 @@
+//! The `redis` input and output through the real binary against a real `redis-server`, which
+//! each test starts on a free 127.0.0.1 port (no persistence unless the test needs it) and
+//! kills when done. Without `redis-server` the tests are skipped with a message, except under
+//! `CI=true`, where its absence is a failure (`scripts/test` installs it).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------- redis-server and a client
+
+fn redis_available() -> bool {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("redis-server is not installed (scripts/test installs it: apt-get install redis-server)");
+        }
+        eprintln!("skipping: redis-server is not installed (apt-get install redis-server)");
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-redis-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A redis-server of our own, killed on drop.
+struct Redis {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    args: Vec<String>,
+    password: Option<String>,
+}
+
+impl Redis {
+    fn start(dir: &Path, args: &[&str]) -> Redis {
+        let password = args
+            .iter()
+            .position(|a| *a == "--requirepass")
+            .map(|i| args[i + 1].to_owned());
+        let mut r = Redis {
+            child: None,
+            port: free_port(),
+            dir: dir.join("redis"),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            password,
+        };
+        std::fs::create_dir_all(&r.dir).unwrap();
+        r.spawn();
+        r
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--logfile", ""]);
+        if !self.args.iter().any(|a| a == "--appendonly") {
+            cmd.args(["--appendonly", "no"]);
+        }
+        cmd.args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        self.child = Some(cmd.spawn().expect("starting redis-server"));
+        let started = Instant::now();
+        loop {
+            if let Ok(mut c) = self.try_client() {
+                if c.cmd(&["PING"]) == Reply::Simple("PONG".into()) {
+                    return;
+                }
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM (redis writes its append-only file and exits), then wait.
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            signal(c.id(), "-TERM");
+            wait_exit(&mut c, Duration::from_secs(20));
+        }
+    }
+
+    fn try_client(&self) -> std::io::Result<Resp> {
+        let s = TcpStream::connect(("127.0.0.1", self.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut c = Resp {
+            r: BufReader::new(s.try_clone()?),
+            w: s,
+        };
+        if let Some(p) = &self.password {
+            c.cmd(&["AUTH", p]);
+        }
+        Ok(c)
+    }
+
+    fn client(&self) -> Resp {
+        self.try_client().expect("connecting to redis-server")
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Option<Vec<Reply>>),
+}
+
+impl Reply {
+    fn int(&self) -> i64 {
+        match self {
+            Reply::Int(i) => *i,
+            other => panic!("expected an integer, got {other:?}"),
+        }
+    }
+    fn strings(&self) -> Vec<String> {
+        match self {
+            Reply::Array(Some(items)) => items
+                .iter()
+                .map(|i| match i {
+                    Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+                    other => panic!("expected bulk strings, got {other:?}"),
+                })
+                .collect(),
+            Reply::Array(None) => Vec::new(),
+            other => panic!("expected an array, got {other:?}"),
+        }
+    }
+}
+
+/// Just enough RESP to set up and inspect the tests.
+struct Resp {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Resp {
+    fn cmd(&mut self, args: &[&str]) -> Reply {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.pipeline(&[args]).pop().unwrap()
+    }
+
+    fn pipeline(&mut self, cmds: &[Vec<&[u8]>]) -> Vec<Reply> {
+        let mut buf = Vec::new();
+        for c in cmds {
+            encode(&mut buf, c);
+        }
+        self.w.write_all(&buf).unwrap();
+        cmds.iter().map(|_| self.read()).collect()
+    }
+
+    fn read(&mut self) -> Reply {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        let line = line.trim_end_matches("\r\n");
+        let (kind, rest) = line.split_at(1);
+        match kind {
+            "+" => Reply::Simple(rest.to_owned()),
+            "-" => Reply::Error(rest.to_owned()),
+            ":" => Reply::Int(rest.parse().unwrap()),
+            "$" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Reply::Bulk(None);
+                }
+                let mut b = vec![0; n as usize + 2];
+                self.r.read_exact(&mut b).unwrap();
+                b.truncate(n as usize);
+                Reply::Bulk(Some(b))
+            }
+            "*" => {
+                let n: i64 = rest.parse().unwrap();
+                if n < 0 {
+                    return Reply::Array(None);
+                }
+                Reply::Array(Some((0..n).map(|_| self.read()).collect()))
+            }
+            _ => panic!("bad reply line {line:?}"),
+        }
+    }
+
+    fn llen(&mut self, key: &str) -> i64 {
+        self.cmd(&["LLEN", key]).int()
+    }
+
+    /// RPUSHes `{"n":i,...}` for every i in `range`, 1000 values per command.
+    fn seed(&mut self, key: &str, range: std::ops::Range<usize>) {
+        let values: Vec<String> = range
+            .map(|i| {
+                format!(
+                    "{{\"n\":{i},\"message\":\"seeded event number {i} with some padding to make it about two hundred bytes long, as log lines often are\",\"host\":\"test\"}}"
+                )
+            })
+            .collect();
+        for chunk in values.chunks(20_000) {
+            let cmds: Vec<Vec<&[u8]>> = chunk
+                .chunks(1000)
+                .map(|c| {
+                    let mut args: Vec<&[u8]> = vec![b"RPUSH", key.as_bytes()];
+                    args.extend(c.iter().map(|v| v.as_bytes()));
+                    args
+                })
+                .collect();
+            for r in self.pipeline(&cmds) {
+                assert!(matches!(r, Reply::Int(_)), "{r:?}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- sluice processes
+
+fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process {} did not exit within {limit:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A running sluice; its standard error goes to `log`. Killed on drop.
+struct Sluice {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Sluice {
+    fn start(dir: &Path, name: &str, config: &str, extra: &[&str]) -> Sluice {
+        let log = dir.join(format!("{name}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["--log.level", "warn", "-w", "2"])
+            .args(extra)
+            .args(["-e", config])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Sluice { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits for the process to end by itself; it must succeed.
+    fn wait_success(&mut self, limit: Duration) {
+        let s = wait_exit(&mut self.child, limit);
+        assert!(s.success(), "sluice exited with {s}:\n{}", self.log());
+    }
+
+    /// SIGTERM: it must drain and exit 0.
+    fn term(&mut self) {
+        signal(self.child.id(), "-TERM");
+        self.wait_success(Duration::from_secs(30));
+    }
+
+    fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn line_count(path: &Path) -> usize {
+    std::fs::read(path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
+}
+
+fn events(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Polls `cond` every 50 ms for at most `limit`; panics with `what` if it never holds.
+fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !cond() {
+        assert!(
+            started.elapsed() < limit,
+            "timed out after {limit:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// How many times each value of field `f` (an integer) was delivered, over several files.
+fn tally(paths: &[&Path], f: impl Fn(&serde_json::Value) -> i64) -> BTreeMap<i64, usize> {
+    let mut seen = BTreeMap::new();
+    for p in paths {
+        for e in events(p) {
+            *seen.entry(f(&e)).or_insert(0) += 1;
+        }
+    }
+    seen
+}
+
+fn seq(e: &serde_json::Value) -> i64 {
+    e["event"]["sequence"].as_i64().unwrap()
+}
+
+fn n(e: &serde_json::Value) -> i64 {
+    e["n"].as_i64().unwrap_or_else(|| panic!("no n in {e}"))
+}
+
+fn assert_exactly_once(seen: &BTreeMap<i64, usize>, count: i64) {
+    let dups: Vec<_> = seen.iter().filter(|(_, &c)| c > 1).take(5).collect();
+    assert!(dups.is_empty(), "delivered more than once: {dups:?}");
+    let missing: Vec<_> = (0..count)
+        .filter(|i| !seen.contains_key(i))
+        .take(5)
+        .collect();
+    assert!(missing.is_empty(), "never delivered: {missing:?}...");
+    assert_eq!(seen.len() as i64, count, "unexpected values delivered");
+}
+
+fn output_file(path: &Path) -> String {
+    format!("file {{ path => \"{}\" }}", path.display())
+}
+
+// ---------------------------------------------------------------- tests
+
+#[test]
+fn list_round_trip_delivers_100k_events_exactly_once() {
+    if !redis_available() {
+        return;
+    }
+    let dir = temp_dir("roundtrip");
+    let redis = Redis::start(&dir, &[]);
+    let out = dir.join("out.log");
+    let p = redis.port;
+    let mut consumer = Sluice::start(
+        &dir,
+        "consumer",
+        &format!(
+            "input {{ redis {{ port => {p} key => \"rt\" data_type => \"list\" threads => 2 }} }}
+             output {{ {} }}",
+            output_file(&out)
+        ),
+        &[],
+    );
+    let mut producer = Sluice::start(
+        &dir,
+        "producer",
+        &format!(
+            "input {{ generator {{ count => 100000 }} }}
+             output {{ redis {{ host => [\"127.0.0.1:{p}\"] key => \"rt\" data_type => \"list\" batch => true batch_events => 100 }} }}"
+        ),
+        &[],
+    );
+    producer.wait_success(Duration::from_secs(60));
+    wait_until("100,000 events consumed", Duration::from_secs(60), || {
+        line_count(&out) >= 100_000
+    });
+    assert_eq!(redis.client().llen("rt"), 0);
+    consumer.term();
+    let all = events(&out);
+    assert_eq!(all.len(), 100_000);
+    assert_eq!(all[0]["message"], "Hello world!");
+    assert!(all[0]["@timestamp"].is_string());
+    let seen = tally(&[&out], seq);
+    assert_exactly_once(&seen, 100_000);
+}
+
+#[test]
+fn three_processes_with_four_threads_share_a_list_without_duplicates() {
+    if !redis_available() {
+        return;
+    }
+    let dir = temp_dir("share");
+    let redis = Redis::start(&dir, &[]);
+    const N: usize = 300_000;
+    redis.client().seed("shared", 0..N);
+    let outs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("out{i}.log"))).collect();
+    let mut consumers: Vec<Sluice> = outs
+        .iter()
+        .enumerate()
+        .map(|(i, out)| {
+            // The third takes its batches with the Lua script older servers need.
+            let method = if i == 2 { "script" } else { "auto" };
+            Sluice::start(
+                &dir,
+                &format!("consumer{i}"),
+                &format!(
+                    "input {{ redis {{ port => {} key => \"shared\" data_type => \"list\" threads => 4 batch_count => 125 batch_method => \"{method}\" }} }}
+                     output {{ {} }}",
+                    redis.port,
+                    output_file(out)
+                ),
+                &[],
+            )
+        })
+        .collect();
+    let total = || outs.iter().map(|o| line_count(o)).sum::<usize>();
+    wait_until("300,000 events consumed", Duration::from_secs(90), || {
+        total() >= N
+    });
+    assert_eq!(redis.client().llen("shared"), 0);
+    for c in &mut consumers {
+        c.term();
+    }
+    let per: Vec<usize> = outs.iter().map(|o| line_count(o)).collect();
+    eprintln!("events per process: {per:?}");
+    assert!(
+        per.iter().all(|&c| c > 0),
+        "every process took part: {per:?}"
+    );
+    let paths: Vec<&Path> = outs.iter().map(PathBuf::as_path).collect();
+    assert_exactly_once(&tally(&paths, n), N as i64);
+}
+
+#[test]
+fn input_and_output_recover_when_redis_restarts() {
+    if !redis_available() {
+        return;
+    }
+    let dir = temp_dir("restart");
+    // An append-only file synced on every write, so the restart itself loses nothing.
+    let mut redis = Redis::start(&dir, &["--appendonly", "yes", "--appendfsync", "always"]);
+    let p = redis.port;
+    let out = dir.join("out.log");
+    let mut consumer = Sluice::start(
+        &dir,
+        "consumer",
+        &format!(
+            "input {{ redis {{ port => {p} key => \"rs\" data_type => \"list\" threads => 2 reliable => true }} }}
+             output {{ {} }}",
+            output_file(&out)
+        ),
+        &[],
+    );
+    // Unbounded, held back by congestion control.
+    let mut producer = Sluice::start(
+        &dir,
+        "producer",
+        &format!(
+            "input {{ generator {{ }} }}
+             output {{ redis {{ port => {p} key => \"rs\" data_type => \"list\" batch => true congestion_threshold => 20000 congestion_interval => 0.05 reconnect_interval => 0.2 }} }}"
+        ),
+        &[],
+    );
+    wait_until(
+        "20,000 events before the restart",
+        Duration::from_secs(60),
+        || line_count(&out) >= 20_000,
+    );
+    redis.stop();
+    std::thread::sleep(Duration::from_millis(700));
+    let before = line_count(&out);
+    redis.spawn();
+    wait_until(
+        "20,000 more events after the restart",
+        Duration::from_secs(60),
+        || line_count(&out) >= before + 20_000,
+    );
+    assert!(consumer.is_running() && producer.is_running());
+    producer.term();
+    let mut c = redis.client();
+    wait_until("the list drained", Duration::from_secs(60), || {
+        c.llen("rs") == 0
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    consumer.term();
+
+    let seen = tally(&[&out], seq);
+    let max = *seen.keys().last().unwrap();
+    let missing: Vec<_> = (0..=max)
+        .filter(|i| !seen.contains_key(i))
+        .take(5)
+        .collect();
+    assert!(missing.is_empty(), "lost across the restart: {missing:?}");
+    let dups = seen.values().filter(|&&c| c > 1).count();
+    eprintln!("restart: sequences 0..={max}, {dups} delivered twice");
+    assert!(dups < 5_000, "{dups} duplicates");
+    for (who, log) in [("consumer", consumer.log()), ("producer", producer.log())] {
+        let down = log.matches("is unavailable").count();
+        let back = log.matches("is back after").count();
+        assert!(
+            (1..=2).contains(&down) && back >= 1,
+            "{who}: one warning per outage and one when back, got {down} and {back}:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn reliable_input_loses_nothing_when_the_consumer_is_killed() {
+    if !redis_available() {
+        return;
+    }
+    let dir = temp_dir("reliable");
+    let redis = Redis::start(&dir, &[]);
+    let mut c = redis.client();
+    const N: usize = 60_000;
+    c.seed("rel", 0..N);
+    // A consumer that died with a batch in flight: its processing list, no lease.
+    let dead = "rel:sluice:processing:otherhost:4242:deadbeef:0";
+    c.seed(dead, N..N + 500);
+    assert_eq!(c.cmd(&["SADD", "rel:sluice:consumers", dead]).int(), 1);
+
+    let settings = dir.join("settings");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("sluice.yml"),
+        format!(
+            "queue.type: persisted\npath.data: {}\nqueue.page_capacity: 4mb\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out.log");
+    // One thread: several threads pushing into the persisted queue at once trip a debug-build
+    // overflow check in the queue's group commit (crates/queue/src/persisted.rs, reported).
+    let config = format!(
+        "input {{ redis {{ port => {} key => \"rel\" data_type => \"list\" threads => 1 batch_count => 100 reliable => true reliable_lease => 2 }} }}
+         output {{ {} }}",
+        redis.port,
+        output_file(&out)
+    );
+    let path_settings = settings.to_str().unwrap();
+    let mut first = Sluice::start(&dir, "first", &config, &["--path.settings", path_settings]);
+    wait_until(
+        "10,000 events before the kill",
+        Duration::from_secs(60),
+        || line_count(&out) >= 10_000,
+    );
+    signal(first.child.id(), "-KILL");
+    wait_exit(&mut first.child, Duration::from_secs(10));
+    let in_flight: i64 = c
+        .cmd(&["KEYS", "rel:sluice:processing:*"])
+        .strings()
+        .iter()
+        .map(|k| c.llen(k))
+        .sum();
+    eprintln!(
+        "killed after {} events; {in_flight} in processing lists",
+        line_count(&out)
+    );
+
+    let mut second = Sluice::start(&dir, "second", &config, &["--path.settings", path_settings]);
+    let all = (N + 500) as i64;
+    wait_until("every event delivered", Duration::from_secs(90), || {
+        tally(&[&out], n).len() as i64 >= all
+    });
+    second.term();
+    let seen = tally(&[&out], n);
+    let missing: Vec<_> = (0..all).filter(|i| !seen.contains_key(i)).take(5).collect();
+    assert!(missing.is_empty(), "lost: {missing:?}");
+    assert_eq!(c.llen("rel"), 0);
+    let left = c.cmd(&["KEYS", "rel:sluice:*"]).strings();
+    assert!(left.is_empty(), "bookkeeping left behind: {left:?}");
+}
+
+#[test]
+fn channel_and_pattern_channel_deliver_with_the_channel_name() {
+    if !redis_available() {
+        return;
+    }
+    let dir = temp_dir("channels");
+    let redis = Redis::start(&dir, &[]);
+    let p = redis.port;
+    let out = dir.join("out.log");
+    let mut consumer = Sluice::start(
+        &dir,
+        "consumer",
+        &format!(
+            "input {{
+               redis {{ port => {p} key => \"news\" data_type => \"channel\" }}
+               redis {{ port => {p} key => \"logs.*\" data_type => \"pattern_channel\" }}
+             }}
+             filter {{ mutate {{ add_field => {{ \"chan\" => \"%{{[@metadata][redis_channel]}}\" }} }} }}
+             output {{ {} }}",
+            output_file(&out)
+        ),
+        &[],
+    );
+    let mut c = redis.client();
+    wait_until("both subscriptions", Duration::from_secs(30), || {
+        let subs = match c.cmd(&["PUBSUB", "NUMSUB", "news"]) {
+            Reply::Array(Some(v)) => v[1].int(),
+            _ => 0,
+        };
+        subs == 1 && c.cmd(&["PUBSUB", "NUMPAT"]).int() == 1
+    });
+    let mut producer = Sluice::start(
+        &dir,
+        "producer",
+        &format!(
+            "input {{ generator {{ count => 50 }} }}
+             output {{ redis {{ port => {p} key => \"news\" data_type => \"channel\" }} }}"
+        ),
+        &[],
+    );
+    producer.wait_success(Duration::from_secs(30));
+    for i in 0..30 {
+        c.cmd(&["PUBLISH", "logs.a", &format!("{{\"n\":{i}}}")]);
+    }
+    for i in 30..50 {
+        c.cmd(&["PUBLISH", "logs.b", &format!("{{\"n\":{i}}}")]);
+    }
+    assert_eq!(c.cmd(&["PUBLISH", "logs.a", "not json"]).int(), 1);
+    assert_eq!(c.cmd(&["PUBLISH", "other", "{\"n\":-1}"]).int(), 0);
+    wait_until("101 events", Duration::from_secs(30), || {
+        line_count(&out) >= 101
+    });
+    consumer.term();
+    let all = events(&out);
+    assert_eq!(all.len(), 101);
+    let by_chan = |ch: &str| all.iter().filter(|e| e["chan"] == ch).count();
+    assert_eq!(by_chan("news"), 50);
+    assert_eq!(by_chan("logs.a"), 31);
+    assert_eq!(by_chan("logs.b"), 20);
+    assert!(all
+        .iter()
+        .filter(|e| e["chan"] == "news")
+        .all(|e| e["message"] == "Hello world!"));
+    let bad: Vec<_> = all
+        .iter()
+        .filter(|e| e["n"].is_null() && e["chan"] != "news")
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0]["message"], "not json");
+    assert_eq!(bad[0]["tags"], serde_json::json!(["_jsonparsefailure"]));
+}
+
+#[test]
+fn password_and_db_selection() {
+    if !redis_available() {
+        return;
+    }
+    let dir = temp_dir("auth");
+    let redis = Redis::start(&dir, &["--requirepass", "s3cret"]);
+    let p = redis.port;
+    let mut producer = Sluice::start(
+        &dir,
+        "producer",
+        &format!(
+            "input {{ generator {{ count => 1000 }} }}
+             output {{ redis {{ port => {p} password => \"s3cret\" db => 3 key => \"k\" data_type => \"list\" batch => true }} }}"
+        ),
+        &[],
+    );
+    producer.wait_success(Duration::from_secs(30));
+    let mut c = redis.client();
+    assert_eq!(c.llen("k"), 0, "db 0 untouched");
+    c.cmd(&["SELECT", "3"]);
+    assert_eq!(c.llen("k"), 1000);
+    c.cmd(&["RPUSH", "k", "this is not json"]);
+
+    // A wrong password: one warning, no busy loop, no crash.
+    let mut wrong = Sluice::start(
+        &dir,
+        "wrong",
+        &format!(
+            "input {{ redis {{ port => {p} password => \"nope\" db => 3 key => \"k\" data_type => \"list\" }} }}
+             output {{ null {{ }} }}"
+        ),
+        &[],
+    );
+    let out = dir.join("out.log");
+    let mut consumer = Sluice::start(
+        &dir,
+        "consumer",
+        &format!(
+            "input {{ redis {{ port => {p} password => \"s3cret\" db => 3 key => \"k\" data_type => \"list\" }} }}
+             output {{ {} }}",
+            output_file(&out)
+        ),
+        &[],
+    );
+    wait_until("1001 events", Duration::from_secs(30), || {
+        line_count(&out) >= 1001
+    });
+    consumer.term();
+    let all = events(&out);
+    assert_eq!(all.len(), 1001);
+    let bad: Vec<_> = all
+        .iter()
+        .filter(|e| e["tags"] == serde_json::json!(["_jsonparsefailure"]))
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0]["message"], "this is not json");
+    assert_eq!(c.llen("k"), 0);
+
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(wrong.is_running(), "a wrong password must not stop sluice");
+    wrong.term();
+    let log = wrong.log();
+    assert_eq!(log.matches("is unavailable").count(), 1, "{log}");
+    assert!(
+        log.contains("WRONGPASS") || log.contains("invalid") || log.contains("uthentication"),
+        "{log}"
+    );
+}
+
+#[test]
+fn tls_with_our_own_authority() {
+    if !redis_available() {
+        return;
+    }
+    if Command::new("openssl").arg("version").output().is_err() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "openssl missing"
+        );
+        eprintln!("skipping: openssl is not installed");
+        return;
+    }
+    let dir = temp_dir("tls");
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=sluice test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    ]);
+    let tls_port = free_port().to_string();
+    let redis = Redis::start(
+        &dir,
+        &[
+            "--tls-port",
+            &tls_port,
+            "--tls-cert-file",
+            dir.join("server.crt").to_str().unwrap(),
+            "--tls-key-file",
+            dir.join("server.key").to_str().unwrap(),
+            "--tls-ca-cert-file",
+            dir.join("ca.crt").to_str().unwrap(),
+            "--tls-auth-clients",
+            "no",
+        ],
+    );
+    let ca = dir.join("ca.crt");
+    let out = dir.join("out.log");
+    let mut consumer = Sluice::start(
+        &dir,
+        "consumer",
+        &format!(
+            "input {{ redis {{ port => {tls_port} ssl => true ssl_certificate_authorities => \"{}\" key => \"t\" data_type => \"list\" }} }}
+             output {{ {} }}",
+            ca.display(),
+            output_file(&out)
+        ),
+        &[],
+    );
+    let mut producer = Sluice::start(
+        &dir,
+        "producer",
+        &format!(
+            "input {{ generator {{ count => 500 }} }}
+             output {{ redis {{ port => {tls_port} ssl_enabled => true ssl_certificate_authorities => [\"{}\"] key => \"t\" data_type => \"list\" batch => true }} }}",
+            ca.display()
+        ),
+        &[],
+    );
+    producer.wait_success(Duration::from_secs(30));
+    wait_until("500 events over TLS", Duration::from_secs(30), || {
+        line_count(&out) >= 500
+    });
+    consumer.term();
+    assert_exactly_once(&tally(&[&out], seq), 500);
+    assert_eq!(
+        redis.client().llen("t"),
+        0,
+        "the plain port saw the same data"
+    );
+
+    // Without our authority the server's certificate is refused: no event goes through.
+    let mut untrusting = Sluice::start(
+        &dir,
+        "untrusting",
+        &format!(
+            "input {{ generator {{ count => 1 }} }}
+             output {{ redis {{ port => {tls_port} ssl_enabled => true key => \"t2\" data_type => \"list\" }} }}"
+        ),
+        &[],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(untrusting.is_running());
+    assert_eq!(redis.client().llen("t2"), 0);
+    let log = untrusting.log();
+    assert!(log.contains("is unavailable"), "{log}");
+}
+
+#[test]
+fn config_errors_point_at_the_option() {
+    let check = |config: &str, want: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["-t", "-e", config])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{config}: {err}");
+        assert!(err.contains(want), "{config}: expected {want:?} in {err}");
+    };
+    check(
+        "input { redis { data_type => list } } output { null {} }",
+        "missing required setting \"key\"",
+    );
+    check(
+        "input { redis { key => \"kx\" } } output { null {} }",
+        "missing required setting \"data_type\"",
+    );
+    check(
+        "input { redis { key => \"kx\" data_type => queue } } output { null {} }",
+        "expected one of",
+    );
+    check(
+        "input { redis { key => \"kx\" data_type => channel reliable => true } } output { null {} }",
+        "\"reliable\"",
+    );
+    check(
+        "input { redis { key => \"kx\" data_type => list batch_count => 0 } } output { null {} }",
+        "\"batch_count\"",
+    );
+    check(
+        "input { stdin {} } output { redis { key => \"kx\" data_type => channel batch => true } }",
+        "\"batch\"",
+    );
+    check(
+        "input { stdin {} } output { redis { host => [\"a:notaport\"] key => \"kx\" data_type => list } }",
+        "invalid port",
+    );
+    check(
+        "input { stdin {} } output { redis { key => \"kx\" data_type => list ssl_enabled => true ssl_key_passphrase => \"pp\" } }",
+        "\"ssl_key_passphrase\"",
+    );
+    check(
+        "input { stdin {} } output { redis { key => \"kx\" data_type => list command_map => { \"flushall\" => \"xx\" } } }",
+        "cannot rename",
+    );
+    let ok = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "-t",
+            "-e",
+            "input { redis { host => \"localhost:6380\" key => \"kx\" data_type => pattern_channel threads => 2 command_map => { \"lpop\" => \"xlpop\" } } }
+             output { redis { host => [\"a\", \"b:7000\"] shuffle_hosts => false key => \"logs-%{type}\" data_type => list batch => true batch_events => 200 batch_timeout => 1 congestion_threshold => 5 reconnect_interval => 2 } }",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
