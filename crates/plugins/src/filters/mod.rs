@@ -7,3 +7,6 @@ pub mod geoip;
 pub mod grok;
 pub mod mutate;
 pub mod useragent;
+pub mod json;
+pub mod kv;
+pub mod dissect;

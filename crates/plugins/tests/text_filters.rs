@@ -1,0 +1,425 @@
+//! Behaviour of the date, json, kv and dissect filters (cases mostly from the Logstash
+//! plugins' specs), and their option errors with locations.
+
+mod common;
+
+use serde_json::json;
+use sluice_event::{Event, FieldRef, Timestamp, Value};
+use sluice_plugins::filters::date::mock_now;
+
+fn run(config: &str, input: serde_json::Value) -> Vec<Event> {
+    common::run_filters(config, &[input]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn one(config: &str, input: serde_json::Value) -> Event {
+    let mut out = run(config, input);
+    assert_eq!(out.len(), 1, "expected one event");
+    out.remove(0)
+}
+
+fn get(e: &Event, field: &str) -> Option<Value> {
+    e.get(&FieldRef::parse(field).unwrap()).cloned()
+}
+
+fn v(j: serde_json::Value) -> Option<Value> {
+    Some(Value::from(j))
+}
+
+fn ts(e: &Event, field: &str) -> Option<String> {
+    match get(e, field) {
+        Some(Value::Timestamp(t)) => Some(t.to_iso8601()),
+        _ => None,
+    }
+}
+
+fn err(config: &str) -> String {
+    common::run_filters(config, &[]).unwrap_err()
+}
+
+fn millis(iso: &str) -> i64 {
+    Timestamp::parse_iso8601(iso).unwrap().millis()
+}
+
+// ------------------------------------------------------------------------------------ date
+
+#[test]
+fn date_apache_syslog_and_fractions() {
+    let e = one(
+        r#"filter { date { match => ["t", "dd/MMM/yyyy:HH:mm:ss Z"] } }"#,
+        json!({"t": "10/Oct/2000:13:55:36 -0700"}),
+    );
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2000-10-10T20:55:36.000Z");
+
+    let e = one(
+        r#"filter { date { match => ["t", "yyyy-MM-dd HH:mm:ss,SSS"] timezone => "Europe/Paris" target => "[when]" } }"#,
+        json!({"t": "2014-07-01 12:00:00,123"}),
+    );
+    assert_eq!(ts(&e, "when").unwrap(), "2014-07-01T10:00:00.123Z");
+    assert_ne!(ts(&e, "@timestamp").unwrap(), "2014-07-01T10:00:00.123Z");
+
+    let e = one(
+        r#"filter { date { match => ["t", "yyyy-MM-dd'T'HH:mm:ss.SSSZZ"] } }"#,
+        json!({"t": "2014-07-01T12:00:00.5+02:00"}),
+    );
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2014-07-01T10:00:00.500Z");
+}
+
+#[test]
+fn date_year_guessing_uses_the_clock() {
+    let cfg = r#"filter { date { match => ["t", "MMM  d HH:mm:ss", "MMM dd HH:mm:ss"] timezone => "UTC" } }"#;
+    let _clock = mock_now(millis("2020-06-15T00:00:00Z"));
+    let e = one(cfg, json!({"t": "Feb  3 01:02:03"}));
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2020-02-03T01:02:03.000Z");
+    let e = one(cfg, json!({"t": "Feb 13 01:02:03"}));
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2020-02-13T01:02:03.000Z");
+    drop(_clock);
+    let _clock = mock_now(millis("2021-01-02T00:00:00Z"));
+    let e = one(cfg, json!({"t": "Dec 31 23:00:00"}));
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2020-12-31T23:00:00.000Z");
+}
+
+#[test]
+fn date_locales_numbers_and_failures() {
+    let e = one(
+        r#"filter { date { match => ["t", "EEEE d MMMM yyyy HH:mm"] locale => "es" timezone => "UTC" } }"#,
+        json!({"t": "miércoles 3 marzo 2021 10:00"}),
+    );
+    // Joda moves the date to the parsed weekday within its week: 2021-03-03 is a Wednesday.
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2021-03-03T10:00:00.000Z");
+    let e = one(
+        r#"filter { date { match => ["t", "dd. MMM yyyy"] locale => "de-DE" timezone => "UTC" } }"#,
+        json!({"t": "05. Mär 2021"}),
+    );
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2021-03-05T00:00:00.000Z");
+
+    let e = one(
+        r#"filter { date { match => ["t", "UNIX_MS", "UNIX"] } }"#,
+        json!({"t": 1_500_000_000_123i64}),
+    );
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2017-07-14T02:40:00.123Z");
+
+    // Failure: tag, no add_tag; an array value fails as in the Java filter.
+    for input in [json!({"t": "not a date"}), json!({"t": ["2020-01-01"]})] {
+        let e = one(
+            r#"filter { date { match => ["t", "ISO8601"] add_tag => ["ok"] } }"#,
+            input,
+        );
+        assert!(e.has_tag("_dateparsefailure"));
+        assert!(!e.has_tag("ok"));
+    }
+    // A missing field is left alone.
+    let e = one(
+        r#"filter { date { match => ["t", "ISO8601"] } }"#,
+        json!({}),
+    );
+    assert!(!e.has_tag("_dateparsefailure"));
+    // An unknown dynamic zone fails the event.
+    let e = one(
+        r#"filter { date { match => ["t", "yyyy-MM-dd"] timezone => "%{tz}" } }"#,
+        json!({"t": "2020-01-01", "tz": "Nowhere/Atall"}),
+    );
+    assert!(e.has_tag("_dateparsefailure"));
+}
+
+#[test]
+fn date_option_errors() {
+    let e = err("filter {\n  date {\n    match => [\"t\"]\n  }\n}");
+    assert!(
+        e.starts_with("test config:3:5: invalid setting \"match\""),
+        "{e}"
+    );
+    let e = err("filter { date { match => [\"t\", \"yyyy-MM-ddTHH\"] } }");
+    assert!(e.contains("illegal pattern component \"T\""), "{e}");
+    let e = err(
+        "filter {\n date {\n  match => [\"t\", \"ISO8601\"]\n  timezone => \"Mars/Base\"\n }\n}",
+    );
+    assert!(
+        e.starts_with("test config:4:3: invalid setting \"timezone\""),
+        "{e}"
+    );
+}
+
+// ------------------------------------------------------------------------------------ json
+
+#[test]
+fn json_merges_objects_and_sets_targets() {
+    let e = one(
+        r#"filter { json { source => "message" } }"#,
+        json!({"message": r#"{ "hello": "world", "list": [ 1, 2, 3 ], "hash": { "k": "v" }, "[a][b]": 1 }"#}),
+    );
+    assert_eq!(get(&e, "hello"), v(json!("world")));
+    assert_eq!(get(&e, "list"), v(json!([1, 2, 3])));
+    assert_eq!(get(&e, "hash"), v(json!({"k": "v"})));
+    assert_eq!(get(&e, "[a][b]"), v(json!(1)));
+
+    let e = one(
+        r#"filter { json { source => "message" target => "data" } }"#,
+        json!({"message": r#"[ { "k": "v" }, { "l": [1, 2, 3] } ]"#}),
+    );
+    assert_eq!(get(&e, "[data][0][k]"), v(json!("v")));
+
+    let e = one(
+        r#"filter { json { source => "example" target => "example" } }"#,
+        json!({"example": r#"{ "hello": "world" }"#}),
+    );
+    assert_eq!(get(&e, "example"), v(json!({"hello": "world"})));
+}
+
+#[test]
+fn json_timestamps_and_failures() {
+    let e = one(
+        r#"filter { json { source => "message" } }"#,
+        json!({"message": r#"{"@timestamp": "2015-12-02T17:40:00.666Z"}"#}),
+    );
+    assert_eq!(ts(&e, "@timestamp").unwrap(), "2015-12-02T17:40:00.666Z");
+
+    let e = one(
+        r#"filter { json { source => "message" } }"#,
+        json!({"message": r#"{"@timestamp": "foobar"}"#}),
+    );
+    assert!(e.has_tag("_timestampparsefailure"));
+    assert_eq!(get(&e, "_@timestamp"), v(json!("foobar")));
+    assert!(ts(&e, "@timestamp").is_some());
+
+    // An array without target, invalid JSON, and a key that is not a field name all fail.
+    for m in [
+        r#"[1, 2]"#,
+        "invalid json",
+        r#"{"okay":true, "un[sup]]ported": "foo"}"#,
+    ] {
+        let e = one(
+            r#"filter { json { source => "message" tag_on_failure => ["_jsonparsefailure", "_custom"] add_tag => ["ok"] } }"#,
+            json!({"message": m}),
+        );
+        assert!(
+            e.has_tag("_jsonparsefailure") && e.has_tag("_custom"),
+            "{m}"
+        );
+        assert!(!e.has_tag("ok"));
+        assert_eq!(get(&e, "okay"), None);
+    }
+
+    let e = one(
+        r#"filter { json { source => "message" skip_on_invalid_json => true remove_field => ["message"] } }"#,
+        json!({"message": "not json"}),
+    );
+    assert_eq!(get(&e, "message"), v(json!("not json")));
+    assert_eq!(get(&e, "tags"), None);
+}
+
+#[test]
+fn json_option_errors() {
+    let e = err("filter {\n  json { target => \"x\" }\n}");
+    assert!(
+        e.starts_with("test config:2:3:") && e.contains("\"source\""),
+        "{e}"
+    );
+    let e = err("filter { json { source => \"m\" skip_on_invalid_json => \"maybe\" } }");
+    assert!(e.contains("skip_on_invalid_json"), "{e}");
+}
+
+// -------------------------------------------------------------------------------------- kv
+
+#[test]
+fn kv_defaults_quotes_and_brackets() {
+    let e = one(
+        r#"filter { kv { } }"#,
+        json!({"message": "hello=world foo=bar baz=fizz doublequoted=\"hello world\" singlequoted='hello world' bracketsone=(hello world) bracketstwo=[hello world] bracketsthree=<hello world>"}),
+    );
+    for (k, want) in [
+        ("hello", "world"),
+        ("foo", "bar"),
+        ("baz", "fizz"),
+        ("doublequoted", "hello world"),
+        ("singlequoted", "hello world"),
+        ("bracketsone", "hello world"),
+        ("bracketstwo", "hello world"),
+        ("bracketsthree", "hello world"),
+    ] {
+        assert_eq!(get(&e, k), v(json!(want)), "{k}");
+    }
+
+    let e = one(
+        r#"filter { kv { include_brackets => false } }"#,
+        json!({"message": "bracketsone=(hello world) other=x"}),
+    );
+    assert_eq!(get(&e, "bracketsone"), v(json!("(hello")));
+    assert_eq!(get(&e, "other"), v(json!("x")));
+}
+
+#[test]
+fn kv_whitespace_transforms_and_trims() {
+    let e = one(
+        r#"filter { kv { transform_key => "uppercase" transform_value => "lowercase" } }"#,
+        json!({"message": "hello = world Foo =Bar BAZ= FIZZ doublequoteD = \"hellO worlD\""}),
+    );
+    assert_eq!(get(&e, "HELLO"), v(json!("world")));
+    assert_eq!(get(&e, "FOO"), v(json!("bar")));
+    assert_eq!(get(&e, "BAZ"), v(json!("fizz")));
+    assert_eq!(get(&e, "DOUBLEQUOTED"), v(json!("hello world")));
+
+    let e = one(
+        r#"filter { kv { whitespace => strict } }"#,
+        json!({"message": "IN=eth0 OUT= MAC=0f:5f SRC=192.168.0.1 hello = world"}),
+    );
+    assert_eq!(get(&e, "IN"), v(json!("eth0")));
+    assert_eq!(get(&e, "OUT"), None);
+    assert_eq!(get(&e, "MAC"), v(json!("0f:5f")));
+    assert_eq!(get(&e, "SRC"), v(json!("192.168.0.1")));
+    assert_eq!(get(&e, "hello"), None);
+
+    let e = one(
+        r#"filter { kv { field_split => "&?" trim_key => "<>" trim_value => "," remove_char_key => "-" prefix => "p_" } }"#,
+        json!({"message": "?<a-b>=1,,&c=2"}),
+    );
+    assert_eq!(get(&e, "p_ab"), v(json!("1")));
+    assert_eq!(get(&e, "p_c"), v(json!("2")));
+}
+
+#[test]
+fn kv_keys_duplicates_targets_and_recursion() {
+    let e = one(
+        r#"filter { kv { include_keys => ["a", "b"] exclude_keys => ["b"] default_keys => { "a" => "none" "z" => "zz" } } }"#,
+        json!({"message": "a=1 b=2 c=3"}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("1")));
+    assert_eq!(get(&e, "b"), None);
+    assert_eq!(get(&e, "c"), None);
+    assert_eq!(get(&e, "z"), v(json!("zz")));
+
+    let e = one(
+        r#"filter { kv { target => "kv" } }"#,
+        json!({"message": "a=1 a=2 a=1"}),
+    );
+    assert_eq!(get(&e, "[kv][a]"), v(json!(["1", "2", "1"])));
+    let e = one(
+        r#"filter { kv { allow_duplicate_values => false } }"#,
+        json!({"message": "a=1 a=2 a=1"}),
+    );
+    assert_eq!(get(&e, "a"), v(json!(["1", "2"])));
+
+    let e = one(
+        r#"filter { kv { recursive => true } }"#,
+        json!({"message": "a=1 b=\"x=2 y=3\""}),
+    );
+    assert_eq!(get(&e, "b"), v(json!({"x": "2", "y": "3"})));
+
+    let e = one(
+        r#"filter { kv { field_split_pattern => ", *" value_split_pattern => ":+" source => "[in]" } }"#,
+        json!({"in": "a::1,  b:2, c:::3"}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("1")));
+    assert_eq!(get(&e, "b"), v(json!("2")));
+    assert_eq!(get(&e, "c"), v(json!("3")));
+
+    // Nothing found: no match, so no add_tag.
+    let e = one(
+        r#"filter { kv { add_tag => ["kv"] } }"#,
+        json!({"message": "no pairs here"}),
+    );
+    assert!(!e.has_tag("kv"));
+}
+
+#[test]
+fn kv_option_errors() {
+    let e = err("filter {\n  kv {\n    value_split => \"\"\n  }\n}");
+    assert!(
+        e.starts_with("test config:3:5: invalid setting \"value_split\""),
+        "{e}"
+    );
+    let e = err("filter { kv { transform_key => \"sideways\" } }");
+    assert!(e.contains("transform_key"), "{e}");
+    let e = err("filter { kv { field_split_pattern => \"(\" } }");
+    assert!(e.contains("field_split_pattern"), "{e}");
+}
+
+// --------------------------------------------------------------------------------- dissect
+
+#[test]
+fn dissect_fields_skips_appends_and_indirects() {
+    let e = one(
+        r#"filter { dissect { mapping => { "message" => "%{ts} %{+ts} %{+ts} %{src} %{} %{prog}[%{pid}]: %{msg}" } } }"#,
+        json!({"message": "Mar 16 00:01:25 evita skipped postfix/smtpd[1713]: connect from camomile.cloud9.net"}),
+    );
+    assert_eq!(get(&e, "ts"), v(json!("Mar 16 00:01:25")));
+    assert_eq!(get(&e, "src"), v(json!("evita")));
+    assert_eq!(get(&e, "prog"), v(json!("postfix/smtpd")));
+    assert_eq!(get(&e, "pid"), v(json!("1713")));
+    assert_eq!(get(&e, "msg"), v(json!("connect from camomile.cloud9.net")));
+
+    let e = one(
+        r#"filter { dissect { mapping => { "message" => "%{+a/2} %{+a/1} %{+a/4} %{+a/3}" } } }"#,
+        json!({"message": "1 2 3 go"}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("2 1 go 3")));
+
+    let e = one(
+        r#"filter { dissect { mapping => { "message" => "%{?a}: %{&a}" } } }"#,
+        json!({"message": "google: 77.98"}),
+    );
+    assert_eq!(get(&e, "google"), v(json!("77.98")));
+    assert_eq!(get(&e, "a"), None);
+
+    let e = one(
+        r#"filter { dissect { mapping => { "message" => "%{id} %{function->} %{server}" } } }"#,
+        json!({"message": "f3000a3b Calc            machine-123"}),
+    );
+    assert_eq!(get(&e, "function"), v(json!("Calc")));
+    assert_eq!(get(&e, "server"), v(json!("machine-123")));
+
+    let e = one(
+        r#"filter { dissect { mapping => { "[in]" => "%{[out][a]},%{[out][b]}" } } }"#,
+        json!({"in": "x,y"}),
+    );
+    assert_eq!(get(&e, "out"), v(json!({"a": "x", "b": "y"})));
+}
+
+#[test]
+fn dissect_failures_and_conversions() {
+    let e = one(
+        r#"filter { dissect { mapping => { "message" => "%{a} %{b} %{c}" } add_tag => ["ok"] } }"#,
+        json!({"message": "only two"}),
+    );
+    assert!(e.has_tag("_dissectfailure"));
+    assert!(!e.has_tag("ok"));
+    assert_eq!(get(&e, "a"), None);
+
+    let e = one(
+        r#"filter { dissect { mapping => { "message" => "%{a}" } } }"#,
+        json!({"message": ""}),
+    );
+    assert!(e.has_tag("_dissectfailure"));
+    // A missing source field is skipped without a tag.
+    let e = one(
+        r#"filter { dissect { mapping => { "message" => "%{a}" } } }"#,
+        json!({}),
+    );
+    assert_eq!(get(&e, "tags"), None);
+
+    let e = one(
+        r#"filter { dissect {
+            mapping => { "message" => "%{n} %{f} %{bad}" }
+            convert_datatype => { "n" => "int" "f" => "float" "bad" => "int" "none" => "float" }
+        } }"#,
+        json!({"message": "42 2.5 x1"}),
+    );
+    assert_eq!(get(&e, "n"), v(json!(42)));
+    assert_eq!(get(&e, "f"), v(json!(2.5)));
+    assert_eq!(get(&e, "bad"), v(json!("x1")));
+    assert!(e.has_tag("_dataconversionuncoercible_bad_int"));
+    assert!(e.has_tag("_dataconversionnullvalue_none_float"));
+}
+
+#[test]
+fn dissect_option_errors() {
+    let e = err("filter {\n  dissect {\n    mapping => { \"m\" => \"%{+&x}\" }\n  }\n}");
+    assert!(
+        e.starts_with("test config:3:5: invalid setting \"mapping\""),
+        "{e}"
+    );
+    assert!(e.contains("Append and Indirect"), "{e}");
+    let e = err("filter { dissect { convert_datatype => { \"a\" => \"bool\" } } }");
+    assert!(e.contains("datatype not supported"), "{e}");
+    let e = err("filter { dissect { mapping => { \"m\" => \"no fields\" } } }");
+    assert!(e.contains("no %{field}"), "{e}");
+}
