@@ -586,7 +586,8 @@ fn reliable_input_loses_nothing_when_the_consumer_is_killed() {
         Duration::from_secs(60),
         || line_count(&out) >= 10_000,
     );
-    signal(first.child.id(), "-KILL");
+    let first_pid = first.child.id();
+    signal(first_pid, "-KILL");
     wait_exit(&mut first.child, Duration::from_secs(10));
     let in_flight: i64 = c
         .cmd(&["KEYS", "rel:sluice:processing:*"])
@@ -604,6 +605,16 @@ fn reliable_input_loses_nothing_when_the_consumer_is_killed() {
     wait_until("every event delivered", Duration::from_secs(90), || {
         tally(&[&out], n).len() as i64 >= all
     });
+    // The dead consumer's lease runs out and its entry is cleared even if its batch was empty.
+    wait_until(
+        "the killed consumer forgotten",
+        Duration::from_secs(30),
+        || {
+            let mut keys = c.cmd(&["KEYS", "rel:sluice:*"]).strings();
+            keys.extend(c.cmd(&["SMEMBERS", "rel:sluice:consumers"]).strings());
+            !keys.iter().any(|k| k.contains(&format!(":{first_pid}:")))
+        },
+    );
     second.term();
     let seen = tally(&[&out], n);
     let missing: Vec<_> = (0..all).filter(|i| !seen.contains_key(i)).take(5).collect();
