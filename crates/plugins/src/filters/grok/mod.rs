@@ -614,6 +614,38 @@ mod tests {
         assert_eq!(ruby_to_f(""), Value::Float(0.0));
     }
 
+    /// Every pattern of both built-in sets expands and compiles with PCRE2.
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        let user = HashMap::new();
+        let mut failures = Vec::new();
+        for set in [PatternSet::Legacy, PatternSet::EcsV1] {
+            let builtin = patterns::builtin(set);
+            let mut names: Vec<&&str> = builtin.keys().collect();
+            names.sort();
+            for name in names {
+                let table = expand::Table {
+                    builtin,
+                    user: &user,
+                };
+                let result = expand::expand(&format!("%{{{name}}}"), table, true)
+                    .map_err(|e| e.to_string())
+                    .and_then(|x| {
+                        RegexBuilder::new()
+                            .utf(true)
+                            .dotall(true)
+                            .multi_line(true)
+                            .build(&onig::translate(&x).pattern)
+                            .map_err(|e| e.to_string())
+                    });
+                if let Err(e) = result {
+                    failures.push(format!("{set:?} {name}: {e}"));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
     #[test]
     fn split_like_ruby() {
         assert_eq!(ruby_split_colon("NUMBER:x:int"), vec!["NUMBER", "x", "int"]);

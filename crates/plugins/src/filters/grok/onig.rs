@@ -320,9 +320,8 @@ impl<'a> State<'a> {
             None => (body, None),
         };
         let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
-        let valid = digits(lo)
-            && hi.is_none_or(digits)
-            && !(lo.is_empty() && hi.is_none_or(str::is_empty));
+        let valid =
+            digits(lo) && hi.is_none_or(digits) && !(lo.is_empty() && hi.is_none_or(str::is_empty));
         if !valid || self.last_atom.is_none() {
             self.out.push_str(r"\{");
             return;
@@ -450,5 +449,27 @@ mod tests {
         assert_eq!(t("{%{x}}"), r"\{%\{x}}");
         assert_eq!(t("a{x}"), r"a\{x}");
         assert_eq!(t("[]a]"), r"[\]a]");
+    }
+
+    /// Arbitrary pattern text never panics the translator (PCRE2 may still reject it).
+    #[test]
+    fn arbitrary_text_does_not_panic() {
+        let alphabet: Vec<char> = r"()[]{}<>?*+\|^$.:=!'#,-amhuHkgPx0123é ".chars().collect();
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let len = (seed % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    alphabet[(seed % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let out = translate(&text);
+            let _ = pcre2::bytes::RegexBuilder::new()
+                .utf(true)
+                .build(&out.pattern);
+        }
     }
 }
