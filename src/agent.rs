@@ -60,7 +60,11 @@ impl Spec {
             support_escapes: self.escapes,
         };
         let mut h = DefaultHasher::new();
-        format!("{:?}{:?}{}{:?}", self.settings, self.queue, self.escapes, self.ecs_compatibility).hash(&mut h);
+        format!(
+            "{:?}{:?}{}{:?}",
+            self.settings, self.queue, self.escapes, self.ecs_compatibility
+        )
+        .hash(&mut h);
         let mut config = match &self.source {
             Source::Path(p) => {
                 let sources = sluice_config::load_path(p).map_err(|e| e.to_string())?;
@@ -163,6 +167,8 @@ pub struct Agent {
     shutting_down: bool,
     /// Addresses that finished pipelines sent to: their listeners may finish too.
     finished_send_to: BTreeSet<String>,
+    /// What the monitoring API sees: running pipelines and reload outcomes.
+    monitor: sluice_api::Registry,
 }
 
 /// Builds a pipeline's queue from its settings.
@@ -250,7 +256,13 @@ impl Agent {
             pipelines: BTreeMap::new(),
             shutting_down: false,
             finished_send_to: BTreeSet::new(),
+            monitor: sluice_api::Registry::new(),
         }
+    }
+
+    /// A read-only view of the pipelines, for the monitoring API.
+    pub fn monitor(&self) -> sluice_api::Registry {
+        self.monitor.clone()
     }
 
     /// The registry with this pipeline's plugin defaults.
@@ -267,8 +279,8 @@ impl Agent {
         for spec in specs {
             // Errors name the file (or the pipeline, for config.string), line and column.
             let loaded = spec.load()?;
-            let compiled =
-                graph::compile(&loaded.config, &self.registry_for(&spec)).map_err(|e| e.to_string())?;
+            let compiled = graph::compile(&loaded.config, &self.registry_for(&spec))
+                .map_err(|e| e.to_string())?;
             all_links.insert(spec.id.clone(), links(&loaded.config));
             built.push((spec, loaded.fingerprint, compiled));
         }
@@ -299,6 +311,13 @@ impl Agent {
         );
         let running = runtime::start(spec.settings.clone(), compiled, queue)
             .map_err(|e| format!("pipeline {}: starting: {e}", spec.id))?;
+        self.monitor.pipeline_started(sluice_api::PipelineView {
+            id: spec.id.clone(),
+            settings: spec.settings.clone(),
+            metrics: Arc::clone(running.metrics()),
+            queue: Arc::clone(running.queue()),
+            hash: format!("{fingerprint:016x}"),
+        });
         self.pipelines.insert(
             spec.id.clone(),
             Entry {
@@ -362,6 +381,7 @@ impl Agent {
     fn finish(&mut self, id: String, e: Entry) {
         tracing::info!(pipeline = %id, "pipeline finishing: draining in-flight events");
         e.running.finish(INPUT_GRACE);
+        self.monitor.pipeline_stopped(&id);
         self.finished_send_to.extend(e.send_to);
         tracing::info!(pipeline = %id, "pipeline stopped");
     }
@@ -384,6 +404,7 @@ impl Agent {
             if let Some(e) = self.pipelines.remove(&id) {
                 tracing::info!(pipeline = %id, "pipeline removed from the configuration; stopping it");
                 e.running.stop_inputs();
+                self.monitor.reload_succeeded(&id);
                 self.finish(id, e);
                 ok += 1;
             }
@@ -394,6 +415,7 @@ impl Agent {
                 Ok(l) => l,
                 Err(e) => {
                     tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");
+                    self.monitor.reload_failed(&id, &e.to_string());
                     failed += 1;
                     continue;
                 }
@@ -409,6 +431,7 @@ impl Agent {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");
+                    self.monitor.reload_failed(&id, &e.to_string());
                     failed += 1;
                     continue;
                 }
@@ -422,6 +445,7 @@ impl Agent {
             all.insert(id.clone(), (addresses.clone(), send_to.clone()));
             if let Err(e) = check_cycles(&all) {
                 tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");
+                self.monitor.reload_failed(&id, &e);
                 failed += 1;
                 continue;
             }
@@ -431,9 +455,14 @@ impl Agent {
                 old.running.finish(INPUT_GRACE);
             }
             match self.launch(spec, loaded.fingerprint, compiled, addresses, send_to) {
-                Ok(()) => ok += 1,
+                Ok(()) => {
+                    self.monitor.reload_succeeded(&id);
+                    ok += 1;
+                }
                 Err(e) => {
                     tracing::error!(pipeline = %id, "reload failed: {e}");
+                    self.monitor.pipeline_stopped(&id);
+                    self.monitor.reload_failed(&id, &e);
                     failed += 1;
                 }
             }

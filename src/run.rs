@@ -79,11 +79,23 @@ pub fn run(args: &Cli) -> Result<(), String> {
     }
 
     let signals = watch_signals()?;
-    agent.start_all(initial)?;
     let reload_auto = settings.config_reload_automatic.unwrap_or(false);
     let reload_every = settings
         .config_reload_interval
         .unwrap_or(Duration::from_secs(3));
+    // The monitoring API (`api.*`), before the pipelines so that it sees them start.
+    let _api = sluice_api::start(
+        &settings.api,
+        agent.monitor(),
+        sluice_api::NodeConfig {
+            name: settings.node_name.clone(),
+            path_data: settings.path_data.clone(),
+            pipeline_defaults: pipeline_settings("main", &base_overrides(args, &settings))?,
+            config_reload_automatic: reload_auto,
+            config_reload_interval: reload_every,
+        },
+    )?;
+    agent.start_all(initial)?;
     let mut next_reload = Instant::now() + reload_every;
     let (mut seen_stop, mut seen_hup) = (0, 0);
     loop {
@@ -137,12 +149,7 @@ fn reloaded_settings(args: &Cli, started: &Settings) -> Settings {
 /// `pipelines.yml` in --path.settings lists them.
 fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
     // Command-line flags override sluice.yml, which pipelines.yml entries override.
-    let mut base = settings.pipeline.clone();
-    base.workers = args.workers.or(base.workers);
-    base.batch_size = args.batch_size.or(base.batch_size);
-    if let Some(ms) = args.batch_delay {
-        base.batch_delay = Some(Duration::from_millis(ms));
-    }
+    let base = base_overrides(args, settings);
     let escapes = args.support_escapes || settings.config_support_escapes.unwrap_or(false);
     let source = if let Some(p) = &args.source.path {
         Some(Source::Path(p.clone()))
@@ -204,6 +211,17 @@ fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
         });
     }
     Ok(out)
+}
+
+/// Pipeline settings from the command line over sluice.yml.
+fn base_overrides(args: &Cli, settings: &Settings) -> PipelineOverrides {
+    let mut base = settings.pipeline.clone();
+    base.workers = args.workers.or(base.workers);
+    base.batch_size = args.batch_size.or(base.batch_size);
+    if let Some(ms) = args.batch_delay {
+        base.batch_delay = Some(Duration::from_millis(ms));
+    }
+    base
 }
 
 fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings, String> {

@@ -7,11 +7,13 @@
 //! them through the output section's conditionals.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use sluice_config::{Config, SectionKind, Span, Statement};
 use sluice_event::Event;
 
 use crate::condition::Condition;
+use crate::metrics::{PipelineMetrics, PluginInfo, PluginList};
 use crate::options::{error_at, ConfigError};
 use crate::plugin::Filter;
 use crate::registry::{BuiltFilter, BuiltInput, BuiltOutput, FilterCommon, Registry};
@@ -108,6 +110,35 @@ impl Compiled {
             Arc::clone(&self.filter_tree),
         )
     }
+
+    /// A filter chain for worker `worker`, counting into that worker's [`PipelineMetrics`].
+    pub fn filter_chain_counted(
+        &self,
+        metrics: Arc<PipelineMetrics>,
+        worker: usize,
+    ) -> FilterChain {
+        let mut chain = self.filter_chain();
+        chain.metrics = metrics;
+        chain.worker = worker;
+        chain
+    }
+
+    /// The plugins, as the monitoring API lists them.
+    pub fn plugin_list(&self) -> PluginList {
+        let info = |id: &str, name: &str| PluginInfo {
+            id: id.to_owned(),
+            name: name.to_owned(),
+        };
+        PluginList {
+            inputs: self.inputs.iter().map(|i| info(&i.id, &i.name)).collect(),
+            filters: self.filters.iter().map(|f| info(&f.id, &f.name)).collect(),
+            outputs: self.outputs.iter().map(|o| info(&o.id, &o.name)).collect(),
+            codecs: (self.inputs.iter().flat_map(|i| &i.codecs))
+                .chain(self.outputs.iter().flat_map(|o| &o.codecs))
+                .cloned()
+                .collect(),
+        }
+    }
 }
 
 /// Builds every plugin of `config` and the filter and output trees.
@@ -137,19 +168,34 @@ pub fn compile(config: &Config, registry: &Registry) -> Result<Compiled, ConfigE
     Ok(b.compiled)
 }
 
-/// One worker's filters: its own instance of every filter, and the shared tree.
+/// One worker's filters: its own instance of every filter, and the shared tree. Each filter's
+/// events in and out and its time are added to this worker's counters once per (sub-)batch.
 pub struct FilterChain {
     filters: Vec<(Box<dyn Filter>, Arc<FilterCommon>)>,
     tree: Arc<Vec<Node>>,
     emitted: Vec<Event>,
+    metrics: Arc<PipelineMetrics>,
+    worker: usize,
 }
 
 impl FilterChain {
     pub fn new(filters: Vec<(Box<dyn Filter>, Arc<FilterCommon>)>, tree: Arc<Vec<Node>>) -> Self {
+        let plugins = PluginList {
+            filters: vec![
+                PluginInfo {
+                    id: String::new(),
+                    name: String::new()
+                };
+                filters.len()
+            ],
+            ..PluginList::default()
+        };
         FilterChain {
             filters,
             tree,
             emitted: Vec::new(),
+            metrics: Arc::new(PipelineMetrics::new(plugins, 1)),
+            worker: 0,
         }
     }
 
@@ -182,12 +228,15 @@ impl FilterChain {
     }
 
     fn filter(&mut self, i: usize, events: &mut Vec<Event>) {
+        let started = Instant::now();
         let (filter, common) = &mut self.filters[i];
         let mut emitted = std::mem::take(&mut self.emitted);
+        let (mut seen, mut kept) = (0u64, 0u64);
         for e in events.iter_mut() {
             if e.is_cancelled() {
                 continue;
             }
+            seen += 1;
             let first_new = emitted.len();
             if filter.filter(e, &mut emitted) && !common.is_empty() {
                 common.apply(e);
@@ -195,9 +244,14 @@ impl FilterChain {
                     common.apply(n);
                 }
             }
+            kept += u64::from(!e.is_cancelled());
         }
+        let created = emitted.iter().filter(|e| !e.is_cancelled()).count() as u64;
         events.append(&mut emitted);
         self.emitted = emitted;
+        if let Some(c) = self.metrics.workers[self.worker].filters.get(i) {
+            c.record(seen, kept + created, started.elapsed());
+        }
     }
 
     fn branch(

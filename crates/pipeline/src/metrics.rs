@@ -1,36 +1,274 @@
-//! Pipeline counters. Updated once per batch (never per event), read by the monitoring API.
+//! Pipeline counters, read by the monitoring API (`sluice-api`).
+//!
+//! Nothing here is touched per event. Each worker owns a [`WorkerMetrics`] (its own cache
+//! lines) and adds to it once per batch — per filter, per output and for the whole batch —
+//! with plain loads and stores: only that worker writes it, so no atomic read-modify-write
+//! and no cache line bouncing between workers. Each input has an [`InputCounters`] updated
+//! once per pushed batch (with `fetch_add`, as one input may push from several threads: a
+//! multi-threaded generator, or the `pipeline` outputs of other pipelines through the bus).
+//! Readers sum everything on demand ([`PipelineMetrics::totals`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
+/// A counter written by one thread only and read by any.
 #[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Only the owning thread may call this (a load and a store, no lock prefix).
+    /// The store releases, so a reader that sees it also sees what happened before it (such
+    /// as the input counting the events this worker has just processed).
+    #[inline]
+    pub fn add_owned(&self, n: u64) {
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Release,
+        );
+    }
+
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// One filter's or output's figures in one worker. Aligned so that no two workers' arrays
+/// share a cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct PluginCounters {
+    pub events_in: Counter,
+    pub events_out: Counter,
+    pub duration_nanos: Counter,
+}
+
+impl PluginCounters {
+    #[inline]
+    pub fn record(&self, events_in: u64, events_out: u64, took: Duration) {
+        self.events_in.add_owned(events_in);
+        self.events_out.add_owned(events_out);
+        self.duration_nanos.add_owned(took.as_nanos() as u64);
+    }
+}
+
+/// One worker's figures: the batches it processed and, per filter and output, what went
+/// through that plugin in this worker.
+#[derive(Debug)]
+#[repr(align(128))]
+pub struct WorkerMetrics {
+    /// Events left after the filters (dropped ones excluded, created ones included).
+    pub filtered: Counter,
+    /// Events handed to the outputs.
+    pub out: Counter,
+    /// Time spent on batches (filters, outputs, ack).
+    pub duration_nanos: Counter,
+    pub batches: Counter,
+    pub filters: Box<[PluginCounters]>,
+    pub outputs: Box<[PluginCounters]>,
+}
+
+impl WorkerMetrics {
+    pub fn new(filters: usize, outputs: usize) -> Self {
+        WorkerMetrics {
+            filtered: Counter::default(),
+            out: Counter::default(),
+            duration_nanos: Counter::default(),
+            batches: Counter::default(),
+            filters: (0..filters).map(|_| PluginCounters::default()).collect(),
+            outputs: (0..outputs).map(|_| PluginCounters::default()).collect(),
+        }
+    }
+
+    #[inline]
+    pub fn record_batch(&self, filtered: u64, out: u64, took: Duration) {
+        self.filtered.add_owned(filtered);
+        self.out.add_owned(out);
+        self.duration_nanos.add_owned(took.as_nanos() as u64);
+        self.batches.add_owned(1);
+    }
+}
+
+/// One input's figures, added to once per pushed batch.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct InputCounters {
+    pub out: AtomicU64,
+    pub push_nanos: AtomicU64,
+}
+
+impl InputCounters {
+    pub fn record_push(&self, events: u64, took: Duration) {
+        self.pushing(events);
+        self.pushed(events, took, true);
+    }
+
+    /// `events` are about to be pushed.
+    pub fn pushing(&self, events: u64) {
+        self.out.fetch_add(events, Ordering::Relaxed);
+    }
+
+    /// The push of `events` took `took`; `ok` false when the queue refused them (closed).
+    pub fn pushed(&self, events: u64, took: Duration, ok: bool) {
+        if !ok {
+            self.out.fetch_sub(events, Ordering::Relaxed);
+        }
+        self.push_nanos
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// A plugin as the monitoring API names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    /// The `id` option, or `name@line:column` when there is none.
+    pub id: String,
+    pub name: String,
+}
+
+/// The plugins of a pipeline, in config order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginList {
+    pub inputs: Vec<PluginInfo>,
+    pub filters: Vec<PluginInfo>,
+    pub outputs: Vec<PluginInfo>,
+    /// The codecs of the inputs and outputs (not timed: see the API's docs).
+    pub codecs: Vec<PluginInfo>,
+}
+
+/// Every counter of a running pipeline.
+#[derive(Debug)]
 pub struct PipelineMetrics {
-    pub events_in: AtomicU64,
-    pub events_filtered: AtomicU64,
-    pub events_out: AtomicU64,
-    pub queue_push_duration_nanos: AtomicU64,
-    pub worker_duration_nanos: AtomicU64,
+    pub plugins: PluginList,
+    pub inputs: Box<[InputCounters]>,
+    pub workers: Box<[WorkerMetrics]>,
+    /// When the pipeline started, for rates over its lifetime.
+    pub started: Instant,
+    pub started_at: SystemTime,
+}
+
+impl Default for PipelineMetrics {
+    fn default() -> Self {
+        PipelineMetrics::new(PluginList::default(), 1)
+    }
+}
+
+/// Sums of a pipeline's counters at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub events_in: u64,
+    pub events_filtered: u64,
+    pub events_out: u64,
+    pub queue_push_duration_nanos: u64,
+    pub worker_duration_nanos: u64,
+    pub batches: u64,
+    /// Per input: (events out, push nanos).
+    pub inputs: Vec<(u64, u64)>,
+    /// Per filter and per output: (in, out, nanos).
+    pub filters: Vec<(u64, u64, u64)>,
+    pub outputs: Vec<(u64, u64, u64)>,
 }
 
 impl PipelineMetrics {
-    pub fn record_push(&self, events: u64, took: Duration) {
-        self.events_in.fetch_add(events, Ordering::Relaxed);
-        self.queue_push_duration_nanos
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+    pub fn new(plugins: PluginList, workers: usize) -> Self {
+        let (nf, no) = (plugins.filters.len(), plugins.outputs.len());
+        PipelineMetrics {
+            inputs: (0..plugins.inputs.len())
+                .map(|_| InputCounters::default())
+                .collect(),
+            workers: (0..workers.max(1))
+                .map(|_| WorkerMetrics::new(nf, no))
+                .collect(),
+            plugins,
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+        }
     }
 
-    pub fn record_batch(&self, filtered: u64, out: u64, took: Duration) {
-        self.events_filtered.fetch_add(filtered, Ordering::Relaxed);
-        self.events_out.fetch_add(out, Ordering::Relaxed);
-        self.worker_duration_nanos
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+    /// Everything summed over inputs and workers. Workers are read before inputs, and inputs
+    /// count a batch before pushing it, so `events_in` already includes every event the
+    /// workers' figures include.
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals {
+            filters: vec![(0, 0, 0); self.plugins.filters.len()],
+            outputs: vec![(0, 0, 0); self.plugins.outputs.len()],
+            ..Totals::default()
+        };
+        for w in self.workers.iter() {
+            t.events_filtered += w.filtered.get();
+            t.events_out += w.out.get();
+            t.worker_duration_nanos += w.duration_nanos.get();
+            t.batches += w.batches.get();
+            for (sum, c) in t.filters.iter_mut().zip(w.filters.iter()) {
+                add(sum, c);
+            }
+            for (sum, c) in t.outputs.iter_mut().zip(w.outputs.iter()) {
+                add(sum, c);
+            }
+        }
+        t.inputs = self
+            .inputs
+            .iter()
+            .map(|c| {
+                (
+                    c.out.load(Ordering::Relaxed),
+                    c.push_nanos.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        for (out, nanos) in &t.inputs {
+            t.events_in += out;
+            t.queue_push_duration_nanos += nanos;
+        }
+        t
     }
 
+    /// (in, filtered, out).
     pub fn snapshot(&self) -> (u64, u64, u64) {
-        (
-            self.events_in.load(Ordering::Relaxed),
-            self.events_filtered.load(Ordering::Relaxed),
-            self.events_out.load(Ordering::Relaxed),
-        )
+        let t = self.totals();
+        (t.events_in, t.events_filtered, t.events_out)
+    }
+}
+
+fn add(sum: &mut (u64, u64, u64), c: &PluginCounters) {
+    sum.0 += c.events_in.get();
+    sum.1 += c.events_out.get();
+    sum.2 += c.duration_nanos.get();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(id: &str) -> PluginInfo {
+        PluginInfo {
+            id: id.to_owned(),
+            name: id.to_owned(),
+        }
+    }
+
+    #[test]
+    fn totals_sum_inputs_and_workers() {
+        let plugins = PluginList {
+            inputs: vec![info("a"), info("b")],
+            filters: vec![info("f")],
+            outputs: vec![info("o")],
+            codecs: vec![],
+        };
+        let m = PipelineMetrics::new(plugins, 3);
+        m.inputs[0].record_push(10, Duration::from_nanos(5));
+        m.inputs[1].record_push(7, Duration::from_nanos(1));
+        for (i, w) in m.workers.iter().enumerate() {
+            w.record_batch(5, 4, Duration::from_nanos(100));
+            w.filters[0].record(6, 5, Duration::from_nanos(10 * i as u64));
+            w.outputs[0].record(4, 4, Duration::from_nanos(3));
+        }
+        let t = m.totals();
+        assert_eq!((t.events_in, t.queue_push_duration_nanos), (17, 6));
+        assert_eq!((t.events_filtered, t.events_out, t.batches), (15, 12, 3));
+        assert_eq!(t.worker_duration_nanos, 300);
+        assert_eq!(t.filters, vec![(18, 15, 30)]);
+        assert_eq!(t.outputs, vec![(12, 12, 9)]);
+        assert_eq!(t.inputs, vec![(10, 5), (7, 1)]);
     }
 }

@@ -42,6 +42,8 @@ pub struct Options<'a> {
     attrs: Vec<Attribute>,
     used: Vec<bool>,
     registry: &'a Registry,
+    /// Codecs built through [`Options::codec`], for the monitoring API.
+    codecs: Vec<crate::metrics::PluginInfo>,
 }
 
 /// A config error at `span` in `source`.
@@ -107,6 +109,7 @@ impl<'a> Options<'a> {
             attrs,
             used,
             registry,
+            codecs: Vec::new(),
         })
     }
 
@@ -341,30 +344,35 @@ impl<'a> Options<'a> {
     pub fn codec(&mut self, default: &str) -> Result<Box<dyn Codec>, ConfigError> {
         let registry = self.registry;
         let source = self.source;
-        match self.take("codec") {
-            None => {
-                let p = Plugin {
-                    name: default.to_owned(),
-                    span: self.span,
+        let p = match self.take("codec") {
+            None => Plugin {
+                name: default.to_owned(),
+                span: self.span,
+                attributes: Vec::new(),
+                source: source.to_owned(),
+            },
+            Some((_, Ast::Plugin(p))) => p,
+            Some((span, v)) => match scalar_text(&v) {
+                Some(name) => Plugin {
+                    name,
+                    span,
                     attributes: Vec::new(),
                     source: source.to_owned(),
-                };
-                registry.build_codec(source, &p)
-            }
-            Some((_, Ast::Plugin(p))) => registry.build_codec(&p.source, &p),
-            Some((span, v)) => match scalar_text(&v) {
-                Some(name) => {
-                    let p = Plugin {
-                        name,
-                        span,
-                        attributes: Vec::new(),
-                        source: source.to_owned(),
-                    };
-                    registry.build_codec(source, &p)
-                }
-                None => Err(self.type_error("codec", span, "a codec name", &v)),
+                },
+                None => return Err(self.type_error("codec", span, "a codec name", &v)),
             },
-        }
+        };
+        let (id, codec) = registry.build_codec_with_id(&p.source, &p)?;
+        self.codecs.push(crate::metrics::PluginInfo {
+            id,
+            name: p.name.clone(),
+        });
+        Ok(codec)
+    }
+
+    /// The codecs this plugin built (its `codec` option), for the monitoring API.
+    pub(crate) fn take_codecs(&mut self) -> Vec<crate::metrics::PluginInfo> {
+        std::mem::take(&mut self.codecs)
     }
 
     /// Rejects options nobody asked for.

@@ -134,6 +134,8 @@ pub struct InputContext {
     decoration: InputDecoration,
     stopping: Arc<AtomicBool>,
     metrics: Arc<crate::metrics::PipelineMetrics>,
+    /// This input's index in `metrics.inputs`.
+    index: usize,
 }
 
 impl InputContext {
@@ -142,12 +144,14 @@ impl InputContext {
         decoration: InputDecoration,
         stopping: Arc<AtomicBool>,
         metrics: Arc<crate::metrics::PipelineMetrics>,
+        index: usize,
     ) -> Self {
         InputContext {
             queue,
             decoration,
             stopping,
             metrics,
+            index,
         }
     }
 
@@ -162,9 +166,16 @@ impl InputContext {
             }
         }
         let n = batch.len() as u64;
+        let counters = self.metrics.inputs.get(self.index);
+        // Counted before the push, so that a reader never sees workers ahead of inputs.
+        if let Some(c) = counters {
+            c.pushing(n);
+        }
         let started = std::time::Instant::now();
         let result = self.queue.push(batch);
-        self.metrics.record_push(n, started.elapsed());
+        if let Some(c) = counters {
+            c.pushed(n, started.elapsed(), result.is_ok());
+        }
         result
     }
 

@@ -19,6 +19,27 @@ pub struct ReadBatch {
     pub token: u64,
 }
 
+/// What the monitoring API shows about a queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueFigures {
+    /// `memory` or `persisted`.
+    pub kind: &'static str,
+    /// Events queued and not yet taken by a worker.
+    pub unread_events: u64,
+    /// Events not yet acked (taken by a worker or not); persisted queues only.
+    pub unacked_events: u64,
+    /// Bytes of the queue's page files (persisted queues).
+    pub size_in_bytes: u64,
+    /// `queue.max_bytes` (persisted queues).
+    pub max_size_in_bytes: u64,
+    /// `queue.max_events` (0 = unlimited).
+    pub max_unread_events: u64,
+    /// `queue.page_capacity` (persisted queues).
+    pub page_capacity_in_bytes: u64,
+    /// The queue's directory (persisted queues).
+    pub path: Option<std::path::PathBuf>,
+}
+
 pub trait EventQueue: Send + Sync {
     /// Queues a batch, blocking while the queue is full.
     fn push(&self, events: Vec<Event>) -> Result<(), Stopped>;
@@ -36,6 +57,16 @@ pub trait EventQueue: Send + Sync {
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Figures for the monitoring API (cheap: a short lock, no I/O).
+    fn figures(&self) -> QueueFigures {
+        let n = self.len() as u64;
+        QueueFigures {
+            kind: "memory",
+            unread_events: n,
+            unacked_events: n,
+            ..QueueFigures::default()
+        }
     }
 }
 
@@ -81,6 +112,7 @@ pub struct PersistedEventQueue {
     /// Largest record a page holds.
     max_record: usize,
     rejected: AtomicU64,
+    dir: std::path::PathBuf,
 }
 
 impl PersistedEventQueue {
@@ -95,6 +127,7 @@ impl PersistedEventQueue {
             lock: std::sync::Mutex::new(Some(lock)),
             max_record,
             rejected: AtomicU64::new(0),
+            dir: dir.to_path_buf(),
         })
     }
 
@@ -170,5 +203,20 @@ impl EventQueue for PersistedEventQueue {
 
     fn len(&self) -> usize {
         self.queue.stats().unacked_events as usize
+    }
+
+    fn figures(&self) -> QueueFigures {
+        let st = self.queue.stats();
+        let cfg = self.queue.config();
+        QueueFigures {
+            kind: "persisted",
+            unread_events: st.unread_events,
+            unacked_events: st.unacked_events,
+            size_in_bytes: st.used_bytes,
+            max_size_in_bytes: cfg.max_bytes,
+            max_unread_events: cfg.max_events,
+            page_capacity_in_bytes: cfg.page_capacity,
+            path: Some(self.dir.clone()),
+        }
     }
 }

@@ -5,6 +5,7 @@
 use sluice_config::Plugin;
 use sluice_event::{FieldRef, Template};
 
+use crate::metrics::PluginInfo;
 use crate::options::{error_at, ConfigError, Options, PluginKind};
 use crate::plugin::{Codec, Filter, Input, InputDecoration, Output};
 
@@ -75,18 +76,26 @@ impl FilterCommon {
 
 pub struct BuiltFilter {
     pub id: String,
+    /// The plugin's name (`mutate`, ...).
+    pub name: String,
     pub filter: Box<dyn Filter>,
     pub common: std::sync::Arc<FilterCommon>,
 }
 
 pub struct BuiltInput {
     pub id: String,
+    pub name: String,
+    /// The codec it decodes with, if any.
+    pub codecs: Vec<PluginInfo>,
     pub input: Box<dyn Input>,
     pub decoration: InputDecoration,
 }
 
 pub struct BuiltOutput {
     pub id: String,
+    pub name: String,
+    /// The codec it encodes with, if any.
+    pub codecs: Vec<PluginInfo>,
     pub output: Box<dyn Output>,
 }
 
@@ -176,9 +185,12 @@ impl Registry {
             add_field: template_pairs(opts.string_hash("add_field")?),
         };
         let input = ctor(&mut opts)?;
+        let codecs = opts.take_codecs();
         opts.finish()?;
         Ok(BuiltInput {
             id,
+            name: p.name.clone(),
+            codecs,
             input,
             decoration,
         })
@@ -200,6 +212,7 @@ impl Registry {
         opts.finish()?;
         Ok(BuiltFilter {
             id,
+            name: p.name.clone(),
             filter,
             common: std::sync::Arc::new(common),
         })
@@ -211,17 +224,32 @@ impl Registry {
         let mut opts = Options::new(source, p, PluginKind::Output, self)?;
         let id = Self::id(&mut opts, p)?;
         let output = ctor(&mut opts)?;
+        let codecs = opts.take_codecs();
         opts.finish()?;
-        Ok(BuiltOutput { id, output })
+        Ok(BuiltOutput {
+            id,
+            name: p.name.clone(),
+            codecs,
+            output,
+        })
     }
 
     pub fn build_codec(&self, source: &str, p: &Plugin) -> Result<Box<dyn Codec>, ConfigError> {
+        self.build_codec_with_id(source, p).map(|(_, codec)| codec)
+    }
+
+    /// Builds a codec and tells its id (the `id` option, or `name@line:column`).
+    pub fn build_codec_with_id(
+        &self,
+        source: &str,
+        p: &Plugin,
+    ) -> Result<(String, Box<dyn Codec>), ConfigError> {
         let ctor = find(&self.codecs, &p.name)
             .ok_or_else(|| self.unknown(source, p, PluginKind::Codec))?;
         let mut opts = Options::new(source, p, PluginKind::Codec, self)?;
-        Self::id(&mut opts, p)?;
+        let id = Self::id(&mut opts, p)?;
         let codec = ctor(&mut opts)?;
         opts.finish()?;
-        Ok(codec)
+        Ok((id, codec))
     }
 }

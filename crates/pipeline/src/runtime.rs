@@ -67,7 +67,10 @@ pub fn start(
 ) -> std::io::Result<RunningPipeline> {
     let stopping = Arc::new(AtomicBool::new(false));
     let stopping_passive = Arc::new(AtomicBool::new(false));
-    let metrics = Arc::new(PipelineMetrics::default());
+    let metrics = Arc::new(PipelineMetrics::new(
+        compiled.plugin_list(),
+        settings.workers.max(1),
+    ));
     let inputs = std::mem::take(&mut compiled.inputs);
     let shared = Arc::new(Shared {
         settings: settings.clone(),
@@ -79,12 +82,12 @@ pub fn start(
 
     let mut workers = Vec::with_capacity(settings.workers.max(1));
     for w in 0..settings.workers.max(1) {
-        let chain = compiled.filter_chain();
+        let chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
         let shared = Arc::clone(&shared);
         workers.push(
             std::thread::Builder::new()
                 .name(format!("[{}]>worker{w}", settings.id))
-                .spawn(move || worker_loop(&shared, chain))?,
+                .spawn(move || worker_loop(&shared, chain, w))?,
         );
     }
 
@@ -92,7 +95,7 @@ pub fn start(
     let active_running = Arc::new(AtomicUsize::new(
         inputs.iter().filter(|i| !i.input.is_passive()).count(),
     ));
-    for built in inputs {
+    for (index, built) in inputs.into_iter().enumerate() {
         let passive = built.input.is_passive();
         let ctx = InputContext::new(
             Arc::clone(&queue),
@@ -103,6 +106,7 @@ pub fn start(
                 &stopping
             }),
             Arc::clone(&metrics),
+            index,
         );
         let running = Arc::clone(&inputs_running);
         let active = Arc::clone(&active_running);
@@ -135,45 +139,53 @@ pub fn start(
     })
 }
 
-fn worker_loop(shared: &Shared, mut chain: FilterChain) {
+fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     let s = &shared.settings;
+    let counters = &shared.metrics.workers[worker];
     while let Some(batch) = shared.queue.read_batch(s.batch_size, s.batch_delay) {
         let started = Instant::now();
         let mut events = batch.events;
-        let read = events.len() as u64;
         chain.run(&mut events);
         events.retain(|e| !e.is_cancelled());
-        deliver(shared, &events);
+        deliver(shared, &events, worker);
         shared.queue.ack(batch.token);
-        shared
-            .metrics
-            .record_batch(read, events.len() as u64, started.elapsed());
+        let n = events.len() as u64;
+        counters.record_batch(n, n, started.elapsed());
     }
     let mut rest = chain.flush();
     if !rest.is_empty() {
+        let started = Instant::now();
         chain.run(&mut rest);
         rest.retain(|e| !e.is_cancelled());
-        deliver(shared, &rest);
+        deliver(shared, &rest, worker);
+        let n = rest.len() as u64;
+        counters.record_batch(n, n, started.elapsed());
     }
 }
 
 /// Routes a batch to the outputs and writes each output's share. The per-output lists are
 /// allocated once per batch.
-fn deliver(shared: &Shared, events: &[Event]) {
+fn deliver(shared: &Shared, events: &[Event], worker: usize) {
     let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
     route(&shared.output_tree, events, &mut per_output);
-    for (out, list) in shared.outputs.iter().zip(&per_output) {
+    let counters = &shared.metrics.workers[worker].outputs;
+    for ((out, list), c) in shared.outputs.iter().zip(&per_output).zip(counters.iter()) {
         if !list.is_empty() {
-            write_with_retry(out, list);
+            let started = Instant::now();
+            let written = write_with_retry(out, list);
+            let n = list.len() as u64;
+            c.record(n, if written { n } else { 0 }, started.elapsed());
         }
     }
 }
 
-fn write_with_retry(out: &BuiltOutput, events: &[&Event]) {
+/// Writes a batch, retrying while the output says it may succeed later. False when the output
+/// rejected it permanently.
+fn write_with_retry(out: &BuiltOutput, events: &[&Event]) -> bool {
     let mut backoff = Duration::from_millis(50);
     loop {
         match out.output.write(events) {
-            Ok(()) => return,
+            Ok(()) => return true,
             Err(OutputError {
                 message,
                 retryable: true,
@@ -187,7 +199,7 @@ fn write_with_retry(out: &BuiltOutput, events: &[&Event]) {
                 retryable: false,
             }) => {
                 tracing::error!(output = %out.id, error = %message, events = events.len(), "output rejected the batch permanently");
-                return;
+                return false;
             }
         }
     }

@@ -1,0 +1,250 @@
+//! What the API reads: the running pipelines (registered by the agent when it starts, stops or
+//! reloads them), their reload history, and a once-a-second history of their counters from
+//! which flow rates are computed.
+//!
+//! The API never touches a pipeline's hot path: it reads the pipeline's counters (atomics) and
+//! asks its queue for figures (one short lock, once a second and per request).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use sluice_pipeline::metrics::{PipelineMetrics, Totals};
+use sluice_pipeline::queue::{EventQueue, QueueFigures};
+use sluice_pipeline::PipelineSettings;
+
+/// How long the history of samples reaches back: the longest flow window.
+pub const HISTORY: Duration = Duration::from_secs(15 * 60);
+/// How often the sampler records every pipeline's counters.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// A running pipeline as the agent hands it to the API.
+#[derive(Clone)]
+pub struct PipelineView {
+    pub id: String,
+    pub settings: PipelineSettings,
+    pub metrics: Arc<PipelineMetrics>,
+    pub queue: Arc<dyn EventQueue>,
+    /// Identifies the pipeline's config and settings (changes when a reload changes them).
+    pub hash: String,
+}
+
+/// One pipeline's counters at one moment.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub at: Instant,
+    pub totals: Totals,
+    pub queue: QueueFigures,
+}
+
+/// Reload outcomes of one pipeline id, kept across its restarts.
+#[derive(Debug, Clone, Default)]
+pub struct ReloadStats {
+    pub successes: u64,
+    pub failures: u64,
+    pub last_error: Option<String>,
+    pub last_success: Option<SystemTime>,
+    pub last_failure: Option<SystemTime>,
+}
+
+pub(crate) struct Tracked {
+    pub view: PipelineView,
+    pub ephemeral_id: String,
+    /// The counters at start (zero), for lifetime rates.
+    pub first: Sample,
+    pub history: Mutex<VecDeque<Sample>>,
+}
+
+impl Tracked {
+    pub fn sample(&self) -> Sample {
+        Sample {
+            at: Instant::now(),
+            totals: self.view.metrics.totals(),
+            queue: self.view.queue.figures(),
+        }
+    }
+
+    fn record(&self, sample: Sample) {
+        let mut h = lock(&self.history);
+        // Keep one sample at or beyond the oldest window's start.
+        while h.len() >= 2 && sample.at.duration_since(h[1].at) >= HISTORY {
+            h.pop_front();
+        }
+        h.push_back(sample);
+    }
+
+    /// The samples taken so far, oldest first.
+    pub fn history(&self) -> Vec<Sample> {
+        lock(&self.history).iter().cloned().collect()
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    pipelines: RwLock<BTreeMap<String, Arc<Tracked>>>,
+    reloads: Mutex<BTreeMap<String, ReloadStats>>,
+}
+
+/// The pipelines of this process, for the API. Cloning gives another handle to the same one.
+#[derive(Clone, Default)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// A pipeline started (or restarted by a reload): it replaces any entry of the same id.
+    pub fn pipeline_started(&self, view: PipelineView) {
+        let plugins = &view.metrics.plugins;
+        // The counters at start are zero; the queue may hold a backlog (persisted queue).
+        let first = Sample {
+            at: view.metrics.started,
+            totals: Totals {
+                inputs: vec![(0, 0); plugins.inputs.len()],
+                filters: vec![(0, 0, 0); plugins.filters.len()],
+                outputs: vec![(0, 0, 0); plugins.outputs.len()],
+                ..Totals::default()
+            },
+            queue: view.queue.figures(),
+        };
+        let tracked = Arc::new(Tracked {
+            ephemeral_id: crate::node::random_uuid(),
+            history: Mutex::new(VecDeque::from([first.clone()])),
+            first,
+            view,
+        });
+        let id = tracked.view.id.clone();
+        self.inner
+            .pipelines
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tracked);
+    }
+
+    /// A pipeline finished (or is being restarted).
+    pub fn pipeline_stopped(&self, id: &str) {
+        self.inner
+            .pipelines
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+
+    pub fn reload_succeeded(&self, id: &str) {
+        let mut r = lock(&self.inner.reloads);
+        let s = r.entry(id.to_owned()).or_default();
+        s.successes += 1;
+        s.last_success = Some(SystemTime::now());
+    }
+
+    pub fn reload_failed(&self, id: &str, error: &str) {
+        let mut r = lock(&self.inner.reloads);
+        let s = r.entry(id.to_owned()).or_default();
+        s.failures += 1;
+        s.last_failure = Some(SystemTime::now());
+        s.last_error = Some(error.to_owned());
+    }
+
+    pub fn reloads(&self, id: &str) -> ReloadStats {
+        lock(&self.inner.reloads)
+            .get(id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// (successes, failures) over every pipeline.
+    pub fn reload_totals(&self) -> (u64, u64) {
+        lock(&self.inner.reloads)
+            .values()
+            .fold((0, 0), |(s, f), r| (s + r.successes, f + r.failures))
+    }
+
+    /// Running pipelines, by id.
+    pub(crate) fn pipelines(&self) -> Vec<Arc<Tracked>> {
+        self.inner
+            .pipelines
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn pipeline(&self, id: &str) -> Option<Arc<Tracked>> {
+        self.inner
+            .pipelines
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    /// Ids of the running pipelines.
+    pub fn ids(&self) -> Vec<String> {
+        self.pipelines().iter().map(|t| t.view.id.clone()).collect()
+    }
+
+    /// Records a sample of every pipeline (the sampler thread calls this once a second).
+    pub fn sample_all(&self) {
+        for t in self.pipelines() {
+            let s = t.sample();
+            t.record(s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_pipeline::queue::MemoryEventQueue;
+
+    fn view(id: &str) -> PipelineView {
+        PipelineView {
+            id: id.to_owned(),
+            settings: PipelineSettings::default(),
+            metrics: Arc::new(PipelineMetrics::default()),
+            queue: Arc::new(MemoryEventQueue::new(10)),
+            hash: "h".to_owned(),
+        }
+    }
+
+    #[test]
+    fn start_stop_and_reloads() {
+        let r = Registry::new();
+        r.pipeline_started(view("a"));
+        r.pipeline_started(view("b"));
+        assert_eq!(r.ids(), ["a", "b"]);
+        r.pipeline_stopped("a");
+        assert_eq!(r.ids(), ["b"]);
+        r.reload_succeeded("b");
+        r.reload_failed("b", "bad config");
+        r.reload_failed("c", "worse");
+        let b = r.reloads("b");
+        assert_eq!((b.successes, b.failures), (1, 1));
+        assert_eq!(b.last_error.as_deref(), Some("bad config"));
+        assert_eq!(r.reload_totals(), (1, 2));
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let r = Registry::new();
+        r.pipeline_started(view("a"));
+        let t = r.pipeline("a").unwrap();
+        let start = Instant::now();
+        for i in 0..2000u64 {
+            let mut s = t.sample();
+            s.at = start + Duration::from_secs(i);
+            t.record(s);
+        }
+        let h = t.history();
+        let span = h.last().unwrap().at.duration_since(h[0].at);
+        assert!(span >= HISTORY && span <= HISTORY + Duration::from_secs(2));
+    }
+}
