@@ -32,13 +32,17 @@ function fmtNum(n, digits) {
   return n.toFixed(d);
 }
 
-function fmtBytes(n) {
+function fmtMicros(us) {
+  return us >= 100 ? fmtNum(us) : String(Number(us.toPrecision(2)));
+}
+
+function fmtBytes(n, digits) {
   if (n === undefined || n === null || Number.isNaN(n)) return '–';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
   let v = n;
   while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-  return (i === 0 ? Math.round(v).toString() : v.toFixed(1)) + ' ' + units[i];
+  return (i === 0 ? Math.round(v).toString() : v.toFixed(digits === undefined ? 1 : digits)) + ' ' + units[i];
 }
 
 function fmtPct(n) {
@@ -165,6 +169,8 @@ function renderTiles() {
   setTile('t-out', have ? fmtNum(outRate) : '–', have ? outRate : undefined);
   setTile('t-total', fmtNum(total, 2), total);
   setTile('t-queue', fmtNum(queue), queue);
+  // Back-pressure of several pipelines: their mean (each is a share of its inputs' time).
+  if (ids.length > 0) bp /= ids.length;
   setTile('t-bp', have ? fmtPct(bp) : '–', have ? bp : undefined);
   const util = workers > 0 ? busy / workers : 0;
   setTile('t-util', have ? fmtPct(util) : '–', have ? util : undefined);
@@ -183,7 +189,8 @@ function niceMax(v) {
 }
 
 // series: [{color, dashed, values: [{t, v}]}]
-function drawChart(canvas, series, fmt, now) {
+// floor: the least top of the y axis (byte charts).
+function drawChart(canvas, series, fmt, now, floor) {
   const dpr = window.devicePixelRatio || 1;
   const w = Math.max(10, canvas.clientWidth);
   const h = Math.max(10, canvas.clientHeight);
@@ -198,7 +205,8 @@ function drawChart(canvas, series, fmt, now) {
   const pw = w - left - right, ph = h - top - bottom;
   let max = 0;
   for (const s of series) for (const p of s.values) max = Math.max(max, p.v);
-  const ymax = niceMax(max);
+  // Byte charts (with a floor) get power-of-two scales, so their labels are round.
+  const ymax = floor ? Math.pow(2, Math.ceil(Math.log2(Math.max(max, floor)))) : niceMax(max);
   const t0 = now - HISTORY_SECONDS * 1000;
   const x = (t) => left + ((t - t0) / (HISTORY_SECONDS * 1000)) * pw;
   const y = (v) => top + ph - (v / ymax) * ph;
@@ -255,7 +263,7 @@ function renderCharts(now) {
   drawChart(document.getElementById('chart-rate'), [...seriesOf('inRate', true), ...seriesOf('outRate', false)], (v) => fmtNum(v), now);
   drawChart(document.getElementById('chart-queue'), seriesOf('queue', false), (v) => fmtNum(v), now);
   drawChart(document.getElementById('chart-bp'), [...seriesOf('bp', true), ...seriesOf('util', false)], (v) => Math.round(v) + '%', now);
-  drawChart(document.getElementById('chart-bytes'), seriesOf('bytes', false), fmtBytes, now);
+  drawChart(document.getElementById('chart-bytes'), seriesOf('bytes', false), fmtBytes, now, 1 << 20);
 }
 
 function renderShare() {
@@ -352,6 +360,43 @@ function renderInfo() {
   }
 }
 
+function renderPlugins() {
+  const table = document.getElementById('plugins');
+  const ids = selectedIds();
+  table.textContent = '';
+  const head = document.createElement('tr');
+  for (const h of ['plugin', 'in', 'out', 'µs/event']) {
+    const th = document.createElement('th');
+    th.textContent = h;
+    head.appendChild(th);
+  }
+  table.appendChild(head);
+  let n = 0;
+  for (const id of ids) {
+    const d = state.pipelines.get(id).doc;
+    const p = d.plugins || {};
+    const rows = [
+      ...(p.inputs || []).map((x) => [x.name, '', x.events.out, '']),
+      ...[...(p.filters || []), ...(p.outputs || [])].map((x) => [
+        x.name,
+        x.events.in,
+        x.events.out,
+        x.events.in > 0 ? fmtMicros((x.events.duration_in_millis * 1000) / x.events.in) : '–',
+      ]),
+    ];
+    for (const [name, ein, eout, ms] of rows) {
+      if (n++ >= 12) return;
+      const tr = document.createElement('tr');
+      for (const v of [ids.length > 1 ? id + ' · ' + name : name, ein === '' ? '' : fmtNum(ein, 2), fmtNum(eout, 2), ms]) {
+        const td = document.createElement('td');
+        td.textContent = String(v);
+        tr.appendChild(td);
+      }
+      table.appendChild(tr);
+    }
+  }
+}
+
 function renderNode() {
   const s = state.stats;
   if (!s) return;
@@ -366,6 +411,7 @@ function render() {
   renderCharts(now);
   renderShare();
   renderInfo();
+  renderPlugins();
 }
 
 function setStatus(ok, text) {
