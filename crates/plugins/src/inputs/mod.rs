@@ -1,6 +1,6 @@
 //! Inputs: each runs on its own thread and pushes batches into the pipeline's queue.
 
 pub mod generator;
-pub mod redis;
 pub mod pipeline;
+pub mod redis;
 pub mod stdin;

@@ -2,6 +2,6 @@
 
 pub mod file;
 pub mod null;
-pub mod redis;
 pub mod pipeline;
+pub mod redis;
 pub mod stdout;
