@@ -544,6 +544,15 @@ fn default_dbip_database_flat_schema() {
     };
     assert!(lat.to_string().len() <= 10, "{lat}");
     assert!((30.0..45.0).contains(&lat), "{lat}");
+    // The IPv4 file alone knows no IPv6 address: a plain lookup failure.
+    let e = run(
+        &format!(
+            "filter {{ geoip {{ source => ip database => {v4} ecs_compatibility => disabled }} }}"
+        ),
+        json!({"ip": "2001:4860:4860::8888"}),
+    );
+    assert!(failed(&e));
+    assert_eq!(get(&e, "geoip"), v(json!({})));
 }
 
 #[test]

@@ -458,7 +458,12 @@ impl Database {
         ip: IpAddr,
         fields: &[Field],
     ) -> Result<Vec<(Field, Value)>, LookupError> {
-        let result = self.reader(ip).lookup(ip)?;
+        let reader = self.reader(ip);
+        if ip.is_ipv6() && reader.metadata().ip_version == 4 {
+            // An IPv4-only file (one half of the default database given alone as `database`).
+            return Err(LookupError::NotFound);
+        }
+        let result = reader.lookup(ip)?;
         if !result.has_data() {
             return Err(LookupError::NotFound);
         }
