@@ -423,3 +423,57 @@ fn dissect_option_errors() {
     let e = err("filter { dissect { mapping => { \"m\" => \"no fields\" } } }");
     assert!(e.contains("no %{field}"), "{e}");
 }
+
+// ------------------------------------------------------------------------------ throughput
+
+/// Events per second of each filter alone on typical input (run with
+/// `cargo test --release -p sluice-plugins --test text_filters -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn throughput_of_text_filters() {
+    let cases = [
+        (
+            "no filter (baseline)",
+            r#"filter { }"#,
+            json!({"t": "10/Oct/2000:13:55:36 -0700"}),
+        ),
+        (
+            "date",
+            r#"filter { date { match => ["t", "dd/MMM/yyyy:HH:mm:ss Z"] } }"#,
+            json!({"t": "10/Oct/2000:13:55:36 -0700"}),
+        ),
+        (
+            "date (zone, year-less)",
+            r#"filter { date { match => ["t", "MMM dd HH:mm:ss"] timezone => "Europe/Paris" } }"#,
+            json!({"t": "Oct 10 13:55:36"}),
+        ),
+        (
+            "json",
+            r#"filter { json { source => "message" } }"#,
+            json!({"message": r#"{"a": 1, "b": "two", "c": [1, 2, 3], "d": {"e": true}}"#}),
+        ),
+        (
+            "kv",
+            r#"filter { kv { } }"#,
+            json!({"message": "IN=eth0 OUT= MAC=0f:5f:5e SRC=192.168.0.1 DST=10.0.0.1 LEN=60 PROTO=TCP SPT=5353 DPT=80"}),
+        ),
+        (
+            "dissect",
+            r#"filter { dissect { mapping => { "message" => "%{ts} %{+ts} %{+ts} %{src} %{prog}[%{pid}]: %{msg}" } } }"#,
+            json!({"message": "Mar 16 00:01:25 evita postfix/smtpd[1713]: connect from camomile.cloud9.net"}),
+        ),
+    ];
+    for (name, cfg, input) in cases {
+        let n = 100_000;
+        let inputs = vec![input; n];
+        let started = std::time::Instant::now();
+        let out = common::run_filters(cfg, &inputs).unwrap();
+        let secs = started.elapsed().as_secs_f64();
+        assert_eq!(out.len(), n);
+        assert!(out.iter().all(|e| get(e, "tags").is_none()), "{name}");
+        eprintln!(
+            "{name}: {:.0} events/s (including event creation)",
+            n as f64 / secs
+        );
+    }
+}
