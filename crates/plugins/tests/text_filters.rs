@@ -321,6 +321,85 @@ fn kv_keys_duplicates_targets_and_recursion() {
 }
 
 #[test]
+fn kv_split_patterns_from_the_logstash_specs() {
+    let e = one(
+        r#"filter { kv { field_split_pattern => "!!!!!" } }"#,
+        json!({"message": r#"foo=bar!!!!!baz="quoted stuff" and more unquoted!!!!!msg="fully-quoted with a part! of the separator"!!!!!blip="this!!!!!is it"!!!!!empty=""!!!!!non-empty="foo""#}),
+    );
+    assert_eq!(get(&e, "foo"), v(json!("bar")));
+    assert_eq!(
+        get(&e, "baz"),
+        v(json!(r#""quoted stuff" and more unquoted"#))
+    );
+    assert_eq!(
+        get(&e, "msg"),
+        v(json!("fully-quoted with a part! of the separator"))
+    );
+    assert_eq!(get(&e, "blip"), v(json!("this!!!!!is it")));
+    assert_eq!(get(&e, "empty"), None);
+    assert_eq!(get(&e, "non-empty"), v(json!("foo")));
+
+    let e = one(
+        r#"filter { kv { } }"#,
+        json!({"message": r#"foo=bar baz="quoted stuff" and more unquoted msg="some fully-quoted message " empty="" non-empty="foo""#}),
+    );
+    assert_eq!(get(&e, "baz"), v(json!("quoted stuff")));
+    assert_eq!(get(&e, "msg"), v(json!("some fully-quoted message ")));
+    assert_eq!(get(&e, "non-empty"), v(json!("foo")));
+
+    let e = one(
+        r#"filter { kv { field_split_pattern => ";\s*(?=key.+?:)|;$" value_split_pattern => ":\s+" } }"#,
+        json!({"message": r#"key1: val1; key2: val2; key3:  https://site/?g={......"...;  CLR  rv:11.0)"..}; key4: val4;"#}),
+    );
+    assert_eq!(get(&e, "key1"), v(json!("val1")));
+    assert_eq!(
+        get(&e, "key3"),
+        v(json!(r#"https://site/?g={......"...;  CLR  rv:11.0)"..}"#))
+    );
+    assert_eq!(get(&e, "key4"), v(json!("val4")));
+
+    let e = one(
+        r#"filter { kv { field_split => "\r\n" value_split => " " trim_key => ":" } }"#,
+        json!({"message": "AccountStatus: 4\r\nAdditionalInformation\r\n\r\nCode: \r\nIsSuccess: True\r\nMessage: \r\n"}),
+    );
+    assert_eq!(get(&e, "AccountStatus"), v(json!("4")));
+    assert_eq!(get(&e, "IsSuccess"), v(json!("True")));
+    assert_eq!(get(&e, "Code"), None);
+    assert_eq!(get(&e, "AdditionalInformation"), None);
+
+    let e = one(
+        r#"filter { kv { field_split => " " allow_empty_values => true whitespace => strict } }"#,
+        json!({"message": "present=one empty= emptyquoted='' present=two emptybracketed=[] endofinput="}),
+    );
+    assert_eq!(get(&e, "present"), v(json!(["one", "two"])));
+    assert_eq!(get(&e, "empty"), v(json!("")));
+    assert_eq!(get(&e, "emptyquoted"), v(json!("")));
+    assert_eq!(get(&e, "emptybracketed"), v(json!("")));
+    assert_eq!(get(&e, "endofinput"), v(json!("")));
+}
+
+#[test]
+fn kv_timeouts() {
+    // Logstash's spec input that makes Ruby's regex engine backtrack for ever: here the
+    // lookaround-free part runs on a linear-time engine, so it simply finishes.
+    let started = std::time::Instant::now();
+    let e = one(
+        r#"filter { kv { value_split_pattern => "(?:=+=+)+:" timeout_millis => 250 } }"#,
+        json!({"message": "foo========:bar baz================================================bingo"}),
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(get(&e, "foo"), v(json!("bar")));
+    // A scan that runs past timeout_millis stops and tags the event, setting nothing.
+    let long: Vec<String> = (0..20_000).map(|i| format!("k{i}=v{i}")).collect();
+    let e = one(
+        r#"filter { kv { timeout_millis => 0.001 tag_on_timeout => "BADKV" add_tag => ["ok"] } }"#,
+        json!({ "message": long.join(" ") }),
+    );
+    assert!(e.has_tag("BADKV") && !e.has_tag("ok"));
+    assert_eq!(get(&e, "k0"), None);
+}
+
+#[test]
 fn kv_option_errors() {
     let e = err("filter {\n  kv {\n    value_split => \"\"\n  }\n}");
     assert!(
