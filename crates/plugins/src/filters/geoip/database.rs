@@ -474,6 +474,8 @@ impl Database {
             }
         };
         let text = |s: Option<&str>| s.map(Value::from);
+        // Logstash's traits getters are booleans that default to false.
+        let flag = |b: Option<bool>| Some(Value::Bool(b.unwrap_or(false)));
         let ip_text = || Some(Value::String(java_host_address(ip)));
         let network = || {
             result
@@ -594,7 +596,6 @@ impl Database {
                 let loc = &r.location;
                 let sub = r.subdivisions.last();
                 let t = &r.traits;
-                let flag = |b: Option<bool>| Some(Value::Bool(b.unwrap_or(false)));
                 for &f in fields {
                     put(
                         f,
@@ -632,7 +633,6 @@ impl Database {
                 let Some(r) = result.decode::<geoip2::AnonymousIp>()? else {
                     return Err(LookupError::NotFound);
                 };
-                let flag = |b: Option<bool>| Some(Value::Bool(b.unwrap_or(false)));
                 for &f in fields {
                     put(
                         f,
