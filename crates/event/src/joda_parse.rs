@@ -695,9 +695,11 @@ impl<'a> Parsed<'a> {
         if let Some(y) = self.get(Year) {
             year = y;
         }
+        // Beyond what an i64 of milliseconds (and chrono's printing) can hold.
+        in_range(year, -262_000, 262_000)?;
         let mut days;
         if self.get(Weekyear).is_some() || self.get(Week).is_some() {
-            let wy = self.get(Weekyear).unwrap_or(year);
+            let wy = in_range(self.get(Weekyear).unwrap_or(year), -262_000, 262_000)?;
             // ISO week 1 holds January 4th.
             let jan4 = days_from_civil(wy, 1, 4);
             let week1 = jan4 - (weekday(jan4) - 1);
@@ -1419,6 +1421,7 @@ mod tests {
         assert!(local("yyyy/MM/dd", "2013/Apr/21").is_none());
         assert!(local("yyyy/MM/dd", "2013/04/31").is_none());
         assert!(local("yyyy/MM/dd", "2013/04/21 ").is_none());
+        assert!(local("yyyy/MM/dd", "999999999/04/21").is_none());
     }
 
     #[test]

@@ -177,7 +177,10 @@ fn java_long(s: &str) -> Option<i64> {
 const MAX_EPOCH_SECONDS: i64 = i32::MAX as i64;
 
 fn unix_seconds_to_millis(seconds: i64) -> Option<i64> {
-    (seconds <= MAX_EPOCH_SECONDS).then_some(seconds * 1000)
+    if seconds > MAX_EPOCH_SECONDS {
+        return None;
+    }
+    seconds.checked_mul(1000)
 }
 
 /// `UNIX` on a string: seconds, with at most 3 fraction digits used.
@@ -191,11 +194,12 @@ fn parse_unix_str(s: &str) -> Option<i64> {
             // which only differs for text that would fail anyway).
             let n = frac.len().min(3);
             let sub = java_long(frac.get(..n)?)?;
-            Some(match n {
-                1 => millis + sub * 100,
-                2 => millis + sub * 10,
-                _ => millis + sub,
-            })
+            let scale = match n {
+                1 => 100,
+                2 => 10,
+                _ => 1,
+            };
+            millis.checked_add(sub.checked_mul(scale)?)
         }
     }
 }
@@ -212,7 +216,9 @@ fn parse_tai64n(s: &str) -> Option<i64> {
     let secs = i64::from_str_radix(s.get(..16)?, 16).ok()? & ((1i64 << 62) - 1);
     let nanos = i32::from_str_radix(s.get(16..24)?, 16).ok()?;
     // TAI is 10 seconds ahead of UTC in Logstash's reckoning (leap seconds ignored).
-    Some((secs - 10) * 1000 + (nanos / 1_000_000) as i64)
+    (secs - 10)
+        .checked_mul(1000)?
+        .checked_add((nanos / 1_000_000) as i64)
 }
 
 fn now_millis() -> i64 {
@@ -497,6 +503,10 @@ mod tests {
             Some(1_356_138_046_767)
         );
         assert_eq!(parse_tai64n("4000"), None);
+        assert_eq!(parse_tai64n("7fffffffffffffff00000000"), None);
+        assert_eq!(parse_unix_str("-9223372036854775808"), None);
+        // Java reads "-99" as the fraction, as Logstash does.
+        assert_eq!(parse_unix_str("1.-99"), Some(901));
     }
 
     #[test]
