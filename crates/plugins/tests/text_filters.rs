@@ -503,6 +503,48 @@ fn dissect_option_errors() {
     assert!(e.contains("no %{field}"), "{e}");
 }
 
+// ------------------------------------------------------------------------------ robustness
+
+/// Random text (multi-byte characters, quotes, brackets, digits, separators) through every
+/// filter: failures are tags, never panics.
+#[test]
+fn random_input_never_panics() {
+    const ALPHABET: &[&str] = &[
+        "a", "Z", "0", "1", "9", " ", "  ", "=", ":", ",", ".", "-", "+", "/", "\\", "\"", "'",
+        "(", ")", "[", "]", "<", ">", "{", "}", "%{", "é", "ü", "日", "\n", "T", "Jan", "Mär",
+        "2020", "-0700", "Z", "&", "|",
+    ];
+    let configs = [
+        r#"filter { date { match => ["m", "dd/MMM/yyyy:HH:mm:ss Z", "ISO8601", "UNIX", "UNIX_MS", "TAI64N", "MMM  d HH:mm:ss", "yy-M-d h:m:s.SSS a ZZZ", "EEEE, dd MMMM yyyy z"] locale => "de" } }"#,
+        r#"filter { json { source => "m" } }"#,
+        r#"filter { json { source => "m" target => "t" } }"#,
+        r#"filter { kv { source => "m" recursive => true } }"#,
+        r#"filter { kv { source => "m" field_split_pattern => ",+" value_split_pattern => "[:=]" trim_key => "<>" } }"#,
+        r#"filter { dissect { mapping => { "m" => "%{a} %{+a/2}: %{?b}[%{&b}] %{c->} %{}" } convert_datatype => { "a" => "int" } } }"#,
+        r#"filter { dissect { mapping => { "m" => "<%{a}>%{b},%{c}." } } }"#,
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let inputs: Vec<serde_json::Value> = (0..3000)
+        .map(|_| {
+            let len = (next() % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                .collect();
+            json!({ "m": text })
+        })
+        .collect();
+    for cfg in configs {
+        let out = common::run_filters(cfg, &inputs).unwrap();
+        assert_eq!(out.len(), inputs.len(), "{cfg}");
+    }
+}
+
 // ------------------------------------------------------------------------------ throughput
 
 /// Events per second of each filter alone on typical input (run with
