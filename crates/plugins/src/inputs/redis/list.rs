@@ -492,7 +492,14 @@ impl<'a> ListThread<'a> {
         };
         let mut items = vec![first];
         if n > 1 {
-            items.extend(self.pop_now(n - 1)?);
+            match self.pop_now(n - 1) {
+                Ok(more) => items.extend(more),
+                // Reliable: the processing list holds `first` (and maybe more); the thread
+                // queues it after reconnecting.
+                Err(e) if self.consumer.is_some() => return Err(e),
+                // Keep the value we hold; the error comes back on the next round.
+                Err(e) => tracing::debug!(error = %e, "redis input: filling a batch failed"),
+            }
         }
         Ok(items)
     }
