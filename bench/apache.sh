@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The seed pipeline of the Apache filter set (issue 4):
+#   stdin → grok %{COMBINEDAPACHELOG} → date → geoip clientip → useragent agent → stdout dots
+# on ../shared/data/apache_logs repeated to N lines (default 200,000), memory and persisted
+# queue, 1 and 2 workers; then each filter alone on pre-parsed events, so the slowest is
+# visible. Legacy field names (pipeline.ecs_compatibility: disabled), as in the seed config.
+# Prints events/s and the ratio to the 100,000 events/s goal and to stdin → dots with no
+# filter (the pipeline's own ceiling), measured in the same run.
+# Usage: bench/apache.sh [LINES] [DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-200000}
+DIR=${2:-target/bench-apache}
+SHARED=${SLUICE_SHARED:-../shared}
+LOG="$SHARED/data/apache_logs"
+[ -f "$LOG" ] || { echo "bench/apache.sh: $LOG not found (set SLUICE_SHARED)" >&2; exit 1; }
+scripts/fetch-geoip >/dev/null
+cargo build --release --quiet
+BIN=$PWD/target/release/sluice
+mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
+awk -v n="$N" '{ line[NR] = $0 } END { for (i = 0; i < n; i++) print line[i % NR + 1] }' "$LOG" > "$DIR/in.log"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $N lines"
+
+settings() { # dir queue-type
+  mkdir -p "$1"
+  printf 'pipeline.ecs_compatibility: disabled\nqueue.type: %s\nqueue.drain: true\npath.data: %s\n' "$2" "$1/data" > "$1/sluice.yml"
+}
+rate() { # input config settings workers → events/s
+  local s e
+  s=$(date +%s.%N)
+  "$BIN" --log.level error --path.settings "$3" -w "$4" -e "$2" < "$1" > /dev/null
+  e=$(date +%s.%N)
+  awk -v n="$N" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / (e - s) }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+SEED='input { stdin {} }
+filter {
+  grok { match => { "message" => "%{COMBINEDAPACHELOG}" } }
+  date { match => [ "timestamp", "dd/MMM/yyyy:HH:mm:ss Z" ] }
+  geoip { source => "clientip" }
+  useragent { source => "agent" }
+}
+output { stdout { codec => dots } }'
+NONE='input { stdin {} } output { stdout { codec => dots } }'
+
+settings "$DIR/mem" memory
+settings "$DIR/pq" persisted
+ceiling=$(rate "$DIR/in.log" "$NONE" "$DIR/mem" 2)
+echo "stdin → dots, no filter, 2 workers: $ceiling events/s (ceiling)"
+for w in 1 2; do
+  m=$(rate "$DIR/in.log" "$SEED" "$DIR/mem" $w)
+  rm -rf "$DIR/pq/data"
+  p=$(rate "$DIR/in.log" "$SEED" "$DIR/pq" $w)
+  echo "seed pipeline, $w worker(s): memory $m events/s ($(ratio "$m" 100000) of goal, $(ratio "$m" "$ceiling") of ceiling); persisted $p events/s ($(ratio "$p" "$m") of memory)"
+done
+
+# Each filter alone, on events already parsed by grok (read back with the json_lines codec).
+"$BIN" --log.level error --path.settings "$DIR/mem" -w 2 -e 'input { stdin {} }
+  filter { grok { match => { "message" => "%{COMBINEDAPACHELOG}" } } }
+  output { stdout { codec => json_lines } }' < "$DIR/in.log" > "$DIR/parsed.json"
+JSON_IN='input { stdin { codec => json_lines } }'
+OUT='output { stdout { codec => dots } }'
+base=$(rate "$DIR/parsed.json" "$JSON_IN $OUT" "$DIR/mem" 2)
+echo "each filter alone, 2 workers (json_lines input, no filter: $base events/s):"
+g=$(rate "$DIR/in.log" 'input { stdin {} } filter { grok { match => { "message" => "%{COMBINEDAPACHELOG}" } } } '"$OUT" "$DIR/mem" 2)
+echo "  grok:      $g events/s (line input)"
+for f in 'date { match => [ "timestamp", "dd/MMM/yyyy:HH:mm:ss Z" ] }' 'geoip { source => "clientip" }' 'useragent { source => "agent" }'; do
+  r=$(rate "$DIR/parsed.json" "$JSON_IN filter { $f } $OUT" "$DIR/mem" 2)
+  printf '  %-10s %s events/s\n' "${f%% *}:" "$r"
+done
+rm -rf "$DIR"
