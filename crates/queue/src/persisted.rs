@@ -424,7 +424,7 @@ impl PersistedQueue {
         let end_seq = w.next_seq;
         drop(w);
         let mut st = lock(&self.state);
-        if end_seq - st.synced_seq >= self.cfg.checkpoint_writes.max(1) {
+        if end_seq.saturating_sub(st.synced_seq) >= self.cfg.checkpoint_writes.max(1) {
             self.request_flush(&mut st);
             while st.synced_seq < end_seq {
                 if let Some(f) = &st.failed {
