@@ -277,3 +277,36 @@ fn corrupt_record_in_a_tail_page_is_skipped_and_counted() {
     assert!(q.stats().corrupt_records_skipped > 0);
     assert!(got.contains(&"event-00199".to_owned()));
 }
+
+#[test]
+fn concurrent_writers_share_syncs_and_lose_nothing() {
+    for checkpoint_writes in [1, 7, 1024] {
+        let s = SimStorage::new();
+        let q = open(
+            &s,
+            QueueConfig {
+                checkpoint_writes,
+                page_capacity: 4096,
+                ..cfg()
+            },
+        );
+        std::thread::scope(|scope| {
+            for w in 0..4u32 {
+                let q = &q;
+                scope.spawn(move || {
+                    for k in 0..50 {
+                        let base = w * 10_000 + k * 10;
+                        push(q, base..base + 10);
+                    }
+                });
+            }
+        });
+        let mut got = drain(&q, true);
+        got.sort();
+        let mut want: Vec<String> = (0..4u32)
+            .flat_map(|w| names(w * 10_000..w * 10_000 + 500))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "checkpoint_writes {checkpoint_writes}");
+    }
+}
