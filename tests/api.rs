@@ -297,6 +297,14 @@ output { null { id => "sink" } }"#;
     assert!(page.body.contains("<canvas id=\"chart-rate\">"));
     assert!(!page.body.contains("http://") && !page.body.contains("https://"));
     assert_eq!(sluice.get("/dashboard/app.js").status, 200);
+    // The sampler's history starts the dashboard's charts: the first sample is the start.
+    let history = sluice.json("/dashboard/history");
+    let samples = history["pipelines"]["main"]["samples"].as_array().unwrap();
+    assert!(!samples.is_empty());
+    assert_eq!(samples[0]["in"], 0);
+    assert!(samples
+        .windows(2)
+        .all(|w| w[0]["ago_ms"].as_u64() >= w[1]["ago_ms"].as_u64()));
     assert_eq!(sluice.get("/dashboard/style.css").status, 200);
     sluice.stop();
     let _ = std::fs::remove_dir_all(&dir);

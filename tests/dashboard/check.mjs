@@ -28,7 +28,11 @@ const watchdog = setTimeout(() => {
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath,
   headless: true,
-  viewport: { width: 1440, height: 900 },
+  // A laptop screen by default; VIEWPORT=WIDTHxHEIGHT for another.
+  viewport: (() => {
+    const [width, height] = (process.env.VIEWPORT || '1440x900').split('x').map(Number);
+    return { width, height };
+  })(),
   args: [
     '--headless',
     '--no-sandbox',

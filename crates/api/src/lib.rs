@@ -7,7 +7,8 @@
 //! - `GET /metrics`: the same figures in Prometheus' text format.
 //! - `GET /dashboard`: a page (compiled into the binary, nothing fetched from elsewhere)
 //!   charting throughput, queue depth, back-pressure and per-plugin time, refreshed every
-//!   second.
+//!   second; `GET /dashboard/history` gives it the last two minutes of once-a-second samples
+//!   so its charts start full.
 //!
 //! Settings are Logstash's `api.*` (see [`sluice_config::settings::ApiSettings`]): on by
 //! default, bound to 127.0.0.1 on the first free port of 9600-9700, optional basic auth and

@@ -488,6 +488,7 @@ pub(crate) fn route(ctx: &Context, path: &str, pretty: bool) -> Resp {
                 DASHBOARD_JS,
             )
         }
+        ["dashboard", "history"] => Some(ctx.history(120)),
         ["dashboard", "style.css"] => {
             return respond(StatusCode::OK, "text/css; charset=utf-8", DASHBOARD_CSS)
         }

@@ -128,6 +128,41 @@ impl Context {
         Some(Value::Object(m))
     }
 
+    /// `GET /dashboard/history`: the sampler's once-a-second counters of the last `seconds`
+    /// seconds, per pipeline, so that the dashboard's charts start full (sluice's own).
+    pub fn history(&self, seconds: u64) -> Value {
+        let now = std::time::Instant::now();
+        let reach = Duration::from_secs(seconds);
+        let mut pipelines = Map::new();
+        for t in self.registry.pipelines() {
+            let samples: Vec<Value> = t
+                .history()
+                .iter()
+                .filter(|s| now.saturating_duration_since(s.at) <= reach)
+                .map(|s| {
+                    json!({
+                        "ago_ms": now.saturating_duration_since(s.at).as_millis() as u64,
+                        "in": s.totals.events_in,
+                        "out": s.totals.events_out,
+                        "queue_push_duration_in_millis": millis(s.totals.queue_push_duration_nanos),
+                        "duration_in_millis": millis(s.totals.worker_duration_nanos),
+                        "events_count": s.queue.unread_events,
+                        "queue_size_in_bytes": s.queue.size_in_bytes,
+                    })
+                })
+                .collect();
+            pipelines.insert(
+                t.view.id.clone(),
+                json!({
+                    "ephemeral_id": t.ephemeral_id,
+                    "workers": t.view.settings.workers,
+                    "samples": samples,
+                }),
+            );
+        }
+        json!({ "pipelines": pipelines })
+    }
+
     pub fn os_info(&self) -> Value {
         json!({
             "name": std::env::consts::OS,

@@ -201,17 +201,19 @@ function drawChart(canvas, series, fmt, now, floor) {
   const ctx = canvas.getContext('2d');
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, w, h);
-  const left = 58, right = 8, top = 6, bottom = 18;
-  const pw = w - left - right, ph = h - top - bottom;
+  ctx.font = '11px system-ui, sans-serif';
   let max = 0;
   for (const s of series) for (const p of s.values) max = Math.max(max, p.v);
   // Byte charts (with a floor) get power-of-two scales, so their labels are round.
   const ymax = floor ? Math.pow(2, Math.ceil(Math.log2(Math.max(max, floor)))) : niceMax(max);
+  let labelWidth = 0;
+  for (let i = 0; i <= 4; i++) labelWidth = Math.max(labelWidth, ctx.measureText(fmt((ymax * i) / 4)).width);
+  const left = Math.ceil(labelWidth) + 12, right = 8, top = 6, bottom = 18;
+  const pw = w - left - right, ph = h - top - bottom;
   const t0 = now - HISTORY_SECONDS * 1000;
   const x = (t) => left + ((t - t0) / (HISTORY_SECONDS * 1000)) * pw;
   const y = (v) => top + ph - (v / ymax) * ph;
 
-  ctx.font = '11px system-ui, sans-serif';
   ctx.lineWidth = 1;
   ctx.strokeStyle = '#263240';
   ctx.fillStyle = '#7f8fa3';
@@ -420,6 +422,50 @@ function setStatus(ok, text) {
   el.className = 'status ' + (ok ? 'ok' : 'err');
 }
 
+// The charts start with the server's once-a-second samples of the last two minutes.
+async function loadHistory() {
+  try {
+    const r = await fetch('/dashboard/history', { cache: 'no-store' });
+    if (!r.ok) return;
+    const h = await r.json();
+    const now = performance.now();
+    for (const [id, p] of Object.entries(h.pipelines || {})) {
+      const samples = (p.samples || []).map((x) => ({ ...x, t: now - x.ago_ms }));
+      if (samples.length === 0) continue;
+      const points = [];
+      for (let i = 1; i < samples.length; i++) {
+        const [a, b] = [samples[i - 1], samples[i]];
+        const dt = (b.t - a.t) / 1000;
+        if (dt <= 0.2) continue;
+        const d = (k) => Math.max(0, b[k] - a[k]);
+        points.push({
+          t: b.t,
+          inRate: d('in') / dt,
+          outRate: d('out') / dt,
+          queue: b.events_count,
+          bytes: b.queue_size_in_bytes,
+          bp: (d('queue_push_duration_in_millis') / (dt * 1000)) * 100,
+          util: (d('duration_in_millis') / (dt * 1000 * (p.workers || 1))) * 100,
+        });
+      }
+      const last = samples[samples.length - 1];
+      colorFor(id);
+      state.pipelines.set(id, {
+        points,
+        shares: [],
+        prev: {
+          eph: p.ephemeral_id, in: last.in, out: last.out, filtered: 0,
+          push: last.queue_push_duration_in_millis, worker: last.duration_in_millis,
+          queue: last.events_count, bytes: last.queue_size_in_bytes, workers: p.workers || 1, plugins: [],
+        },
+        prevAt: last.t,
+      });
+    }
+  } catch (e) {
+    // No history: the charts fill as the page polls.
+  }
+}
+
 const started = performance.now();
 
 async function poll() {
@@ -438,4 +484,4 @@ async function poll() {
 }
 
 window.addEventListener('resize', () => { if (state.stats) render(); });
-poll();
+loadHistory().then(poll);
