@@ -26,10 +26,10 @@ pub fn registry() -> Registry {
     r.add_filter("mutate", filters::mutate::build);
     r.add_filter("drop", filters::drop::build);
     r.add_filter("clone", filters::clone::build);
+    r.add_filter("date", filters::date::build);
     r.add_filter("json", filters::json::build);
     r.add_filter("kv", filters::kv::build);
     r.add_filter("dissect", filters::dissect::build);
-    r.add_filter("date", filters::date::build);
     r.add_filter("geoip", filters::geoip::build);
     r.add_filter("grok", filters::grok::build);
     r.add_filter("useragent", filters::useragent::build);

@@ -2,11 +2,11 @@
 
 pub mod clone;
 pub mod date;
+pub mod dissect;
 pub mod drop;
 pub mod geoip;
 pub mod grok;
-pub mod mutate;
-pub mod useragent;
 pub mod json;
 pub mod kv;
-pub mod dissect;
+pub mod mutate;
+pub mod useragent;
