@@ -506,9 +506,10 @@ fn api_settings_turn_it_off_or_refuse_to_start() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Whether `tool` is on the PATH (`openssl` has no `--version` flag, so ask the shell).
 fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
         .output()
         .is_ok_and(|o| o.status.success())
 }
