@@ -195,6 +195,18 @@ impl<'a> Options<'a> {
         }
     }
 
+    /// A string option the plugin cannot do without.
+    pub fn required_string(&mut self, name: &str) -> Result<String, ConfigError> {
+        match self.string(name)? {
+            Some(v) => Ok(v),
+            None => Err(self.plugin_error(format!(
+                "missing required setting {name:?} for {} plugin {:?}",
+                self.kind.as_str(),
+                self.plugin
+            ))),
+        }
+    }
+
     pub fn string_or(&mut self, name: &str, default: &str) -> Result<String, ConfigError> {
         Ok(self.string(name)?.unwrap_or_else(|| default.to_owned()))
     }

@@ -475,7 +475,10 @@ fn bad_settings_and_bad_databases_are_config_errors() {
     ));
     assert!(err.contains("illegal field value asn"), "{err}");
     let err = config_error("filter { geoip { target => tt database => \"x.mmdb\" } }");
-    assert!(err.contains("\"source\" setting is required"), "{err}");
+    assert!(
+        err.contains("missing required setting \"source\" for filter plugin \"geoip\""),
+        "{err}"
+    );
     let err = config_error(&format!(
         "filter {{ geoip {{ source => ip target => tt database => {db} cache_size => -1 }} }}"
     ));

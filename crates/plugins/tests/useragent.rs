@@ -271,7 +271,10 @@ fn settings_are_checked() {
     let err = common::run_filters(r#"filter { useragent { target => "ua" } }"#, &[])
         .err()
         .unwrap();
-    assert!(err.contains("\"source\" setting is required"), "{err}");
+    assert!(
+        err.contains("missing required setting \"source\" for filter plugin \"useragent\""),
+        "{err}"
+    );
     let err = common::run_filters(
         r#"filter { useragent { source => "m" regexes => "/nonexistent/regexes.yaml" } }"#,
         &[],

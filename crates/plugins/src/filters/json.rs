@@ -27,9 +27,7 @@ pub struct Json {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
-    let source = opts
-        .string("source")?
-        .ok_or_else(|| opts.plugin_error("json filter: the \"source\" setting is required"))?;
+    let source = opts.required_string("source")?;
     let source = FieldName::parse(opts, "source", &source)?;
     let target = match opts.string("target")? {
         Some(t) => Some(FieldName::parse(opts, "target", &t)?),

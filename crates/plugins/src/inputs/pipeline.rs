@@ -12,11 +12,7 @@ pub struct PipelineInput {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
-    let Some(address) = opts.string("address")? else {
-        return Err(
-            opts.plugin_error("missing required setting \"address\" for input plugin \"pipeline\"")
-        );
-    };
+    let address = opts.required_string("address")?;
     if address.is_empty() {
         return Err(opts.error("address", "must not be empty"));
     }

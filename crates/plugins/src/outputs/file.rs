@@ -32,11 +32,7 @@ struct State {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
-    let Some(path) = opts.string("path")? else {
-        return Err(
-            opts.plugin_error("missing required setting \"path\" for output plugin \"file\"")
-        );
-    };
+    let path = opts.required_string("path")?;
     if opts.boolean_or("gzip", false)? {
         return Err(opts.error("gzip", "gzip output is not supported yet"));
     }

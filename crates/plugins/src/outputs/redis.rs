@@ -81,11 +81,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
             "missing required setting \"data_type\" for output plugin \"redis\" (list or channel)",
         )),
     };
-    let Some(key) = opts.string("key")? else {
-        return Err(
-            opts.plugin_error("missing required setting \"key\" for output plugin \"redis\"")
-        );
-    };
+    let key = opts.required_string("key")?;
     if key.is_empty() {
         return Err(opts.error("key", "must not be empty"));
     }

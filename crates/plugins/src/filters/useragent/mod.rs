@@ -308,9 +308,7 @@ fn slot_paths(target: &str, ecs: bool, prefix: &str) -> [Option<FieldRef>; SLOTS
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     let ecs = Ecs::from_options(opts)?.enabled();
-    let source_text = opts
-        .string("source")?
-        .ok_or_else(|| opts.plugin_error("useragent: the \"source\" setting is required"))?;
+    let source_text = opts.required_string("source")?;
     let source = FieldRef::parse(&source_text).map_err(|e| opts.error("source", e.to_string()))?;
     let target_text = opts.string("target")?;
     let target = match target_text.as_deref() {

@@ -92,11 +92,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             ))
         }
     };
-    let Some(key) = opts.string("key")? else {
-        return Err(
-            opts.plugin_error("missing required setting \"key\" for input plugin \"redis\"")
-        );
-    };
+    let key = opts.required_string("key")?;
     if key.is_empty() {
         return Err(opts.error("key", "must not be empty"));
     }
