@@ -322,3 +322,49 @@ fn reload_applies_good_configs_keeps_old_on_broken_ones_and_loses_nothing() {
         );
     }
 }
+
+#[test]
+fn automatic_reload_picks_up_a_changed_config_without_a_signal() {
+    let dir = temp_dir("autoreload");
+    let out = dir.join("out.log");
+    let config = |version: &str| {
+        format!(
+            "input {{ generator {{ add_field => {{ \"version\" => \"{version}\" }} }} }} output {{ file {{ path => \"{}\" }} }}",
+            out.display()
+        )
+    };
+    let s = settings(
+        &dir,
+        &entry("main", &config("1")),
+        "config.reload.automatic: true\nconfig.reload.interval: 200ms\n",
+    );
+    let mut child = sluice(&s).spawn().unwrap();
+    let has_version = |v: &str| {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .contains(&format!("\"version\":\"{v}\""))
+    };
+    let started = Instant::now();
+    while !has_version("1") {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no events from version 1"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(s.join("pipelines.yml"), entry("main", &config("2"))).unwrap();
+    let changed = Instant::now();
+    while !has_version("2") {
+        assert!(
+            changed.elapsed() < Duration::from_secs(60),
+            "the changed config was not picked up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    assert!(child.wait().unwrap().success());
+}
