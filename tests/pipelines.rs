@@ -60,6 +60,28 @@ fn messages(path: &Path) -> Vec<String> {
     m
 }
 
+/// Polls `done` every 20 ms; fails the test after 60 s, naming what it waited for.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `sig` (`-TERM`, `-HUP`, ...) to the child.
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} failed");
+}
+
 /// `- pipeline.id: ID\n  config.string: "..."` with the config on one line.
 fn entry(id: &str, config: &str) -> String {
     format!(
@@ -175,16 +197,10 @@ fn sigterm_shuts_down_upstream_first_and_loses_nothing() {
     .concat();
     let s = settings(&dir, &yml, "pipeline.batch.size: 50\n");
     let mut child: Child = sluice(&s).spawn().unwrap();
-    let started = Instant::now();
-    while std::fs::metadata(dir.join("down.log")).map_or(0, |m| m.len()) < 200_000 {
-        assert!(started.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    wait_until("200 KB of downstream output", || {
+        std::fs::metadata(dir.join("down.log")).map_or(0, |m| m.len()) >= 200_000
+    });
+    signal(&child, "-TERM");
     assert!(child.wait().unwrap().success());
     let up = lines(&dir.join("up.log")).len();
     let down = lines(&dir.join("down.log")).len();
@@ -249,36 +265,23 @@ fn reload_applies_good_configs_keeps_old_on_broken_ones_and_loses_nothing() {
     );
     let mut child = sluice(&s).spawn().unwrap();
     let wait_for = |pred: &dyn Fn(&[serde_json::Value]) -> bool, what: &str| {
-        let started = Instant::now();
-        loop {
+        wait_until(what, || {
             let text = std::fs::read_to_string(&out).unwrap_or_default();
             let events: Vec<serde_json::Value> = text
                 .lines()
                 .filter_map(|l| serde_json::from_str(l).ok())
                 .collect();
-            if pred(&events) {
-                return;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "timed out waiting for {what}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            pred(&events)
+        })
     };
     wait_for(&|e| e.len() > 1000, "first events");
-    let pid = child.id().to_string();
     // A broken config: the running pipeline keeps running.
     std::fs::write(
         s.join("pipelines.yml"),
         entry("main", &config("2", "bogus => 1")),
     )
     .unwrap();
-    assert!(Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap()
-        .success());
+    signal(&child, "-HUP");
     std::thread::sleep(Duration::from_millis(300));
     let before = lines(&out).len();
     wait_for(
@@ -287,20 +290,12 @@ fn reload_applies_good_configs_keeps_old_on_broken_ones_and_loses_nothing() {
     );
     // A good config: the pipeline restarts with it.
     std::fs::write(s.join("pipelines.yml"), entry("main", &config("3", ""))).unwrap();
-    assert!(Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap()
-        .success());
+    signal(&child, "-HUP");
     wait_for(
         &|e| e.iter().any(|e| e["version"] == "3"),
         "the reloaded pipeline",
     );
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    signal(&child, "-TERM");
     let status = child.wait().unwrap();
     assert!(status.success());
     let events = lines(&out);
@@ -344,27 +339,9 @@ fn automatic_reload_picks_up_a_changed_config_without_a_signal() {
             .unwrap_or_default()
             .contains(&format!("\"version\":\"{v}\""))
     };
-    let started = Instant::now();
-    while !has_version("1") {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no events from version 1"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("events from version 1", || has_version("1"));
     std::fs::write(s.join("pipelines.yml"), entry("main", &config("2"))).unwrap();
-    let changed = Instant::now();
-    while !has_version("2") {
-        assert!(
-            changed.elapsed() < Duration::from_secs(60),
-            "the changed config was not picked up"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    wait_until("the changed config to be picked up", || has_version("2"));
+    signal(&child, "-TERM");
     assert!(child.wait().unwrap().success());
 }
