@@ -64,7 +64,7 @@
 
 use crate::event::Event;
 use crate::timestamp::Timestamp;
-use crate::value::{Map, Value};
+use crate::value::{Key, Map, Value};
 
 /// The version byte this build writes, and the only one it reads.
 pub const FORMAT_VERSION: u8 = 1;
@@ -361,7 +361,7 @@ impl<'a> Reader<'a> {
             }
             prev = Some(key);
             let value = self.value(depth)?;
-            map.insert(key.to_owned(), value);
+            map.insert(Key::from(key), value);
         }
         Ok(map)
     }
@@ -424,7 +424,7 @@ mod tests {
     fn obj(entries: &[(&str, Value)]) -> Map {
         entries
             .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .map(|(k, v)| (Key::from(*k), v.clone()))
             .collect()
     }
 

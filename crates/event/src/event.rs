@@ -3,7 +3,7 @@
 
 use crate::fieldref::{self, FieldRef};
 use crate::timestamp::Timestamp;
-use crate::value::{Map, Value};
+use crate::value::{Key, Map, Value};
 
 pub const TIMESTAMP: &str = "@timestamp";
 pub const VERSION: &str = "@version";
@@ -29,8 +29,8 @@ impl Event {
     /// An empty event stamped now, with `@version` "1".
     pub fn new() -> Event {
         let mut fields = Map::new();
-        fields.insert(TIMESTAMP.to_owned(), Value::Timestamp(Timestamp::now()));
-        fields.insert(VERSION.to_owned(), Value::String("1".to_owned()));
+        fields.insert(Key::from(TIMESTAMP), Value::Timestamp(Timestamp::now()));
+        fields.insert(Key::from(VERSION), Value::String("1".to_owned()));
         Event {
             fields,
             metadata: Map::new(),
@@ -42,7 +42,7 @@ impl Event {
     pub fn with_message(message: impl Into<String>) -> Event {
         let mut e = Event::new();
         e.fields
-            .insert("message".to_owned(), Value::String(message.into()));
+            .insert(Key::from("message"), Value::String(message.into()));
         e
     }
 
@@ -55,25 +55,27 @@ impl Event {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
         };
+        // `@timestamp` is fixed where it lies: parsed if a string, moved aside if unusable.
         let mut failed = None;
-        match fields.remove(TIMESTAMP) {
-            Some(Value::Timestamp(t)) => {
-                fields.insert(TIMESTAMP.to_owned(), Value::Timestamp(t));
-            }
-            Some(Value::String(s)) => match Timestamp::parse_iso8601(&s) {
-                Some(t) => {
-                    fields.insert(TIMESTAMP.to_owned(), Value::Timestamp(t));
+        match fields.get_mut(TIMESTAMP) {
+            Some(Value::Timestamp(_)) => {}
+            Some(v) => {
+                let parsed = match v {
+                    Value::String(s) => Timestamp::parse_iso8601(s),
+                    _ => None,
+                };
+                match parsed {
+                    Some(t) => *v = Value::Timestamp(t),
+                    None => failed = fields.remove(TIMESTAMP),
                 }
-                None => failed = Some(Value::String(s)),
-            },
-            Some(other) => failed = Some(other),
+            }
             None => {}
         }
+        if failed.is_some() || !fields.contains_key(TIMESTAMP) {
+            fields.insert(Key::from(TIMESTAMP), Value::Timestamp(Timestamp::now()));
+        }
         fields
-            .entry(TIMESTAMP.to_owned())
-            .or_insert_with(|| Value::Timestamp(Timestamp::now()));
-        fields
-            .entry(VERSION.to_owned())
+            .entry(Key::from(VERSION))
             .or_insert_with(|| Value::String("1".to_owned()));
         let mut event = Event {
             fields,
@@ -81,7 +83,7 @@ impl Event {
             cancelled: false,
         };
         if let Some(bad) = failed {
-            event.fields.insert("_@timestamp".to_owned(), bad);
+            event.fields.insert(Key::from("_@timestamp"), bad);
             event.add_tag(TIMESTAMP_PARSE_FAILURE);
         }
         event
@@ -113,7 +115,7 @@ impl Event {
     }
 
     /// The map a reference starts from and the path within it.
-    fn root<'a, 'b>(&'a self, r: &'b FieldRef) -> (&'a Map, &'b [String]) {
+    fn root<'a, 'b>(&'a self, r: &'b FieldRef) -> (&'a Map, &'b [Key]) {
         if r.is_metadata() {
             (&self.metadata, &r.segments()[1..])
         } else {
@@ -188,7 +190,7 @@ impl Event {
     }
 
     pub fn set_field(&mut self, name: &str, value: Value) {
-        self.fields.insert(name.to_owned(), value);
+        self.fields.insert(Key::from(name), value);
     }
 
     pub fn timestamp(&self) -> Option<Timestamp> {
@@ -200,7 +202,7 @@ impl Event {
 
     pub fn set_timestamp(&mut self, t: Timestamp) {
         self.fields
-            .insert(TIMESTAMP.to_owned(), Value::Timestamp(t));
+            .insert(Key::from(TIMESTAMP), Value::Timestamp(t));
     }
 
     pub fn has_tag(&self, tag: &str) -> bool {
@@ -215,7 +217,7 @@ impl Event {
     pub fn add_tag(&mut self, tag: &str) {
         let tags = self
             .fields
-            .entry(TAGS.to_owned())
+            .entry(Key::from(TAGS))
             .or_insert_with(|| Value::Array(Vec::new()));
         match tags {
             Value::Array(a) => {
@@ -240,7 +242,7 @@ impl Event {
             Some(Value::Array(a)) => a.retain(|v| v.as_str() != Some(tag)),
             Some(Value::String(s)) if s == tag => {
                 self.fields
-                    .insert(TAGS.to_owned(), Value::Array(Vec::new()));
+                    .insert(Key::from(TAGS), Value::Array(Vec::new()));
             }
             _ => {}
         }

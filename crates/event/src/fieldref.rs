@@ -6,11 +6,11 @@
 
 use std::fmt;
 
-use crate::value::{Map, Value};
+use crate::value::{Key, Map, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FieldRef {
-    segments: Vec<String>,
+    segments: Vec<Key>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,7 +37,7 @@ impl FieldRef {
                 return Err(err("empty field name"));
             }
             return Ok(FieldRef {
-                segments: vec![text.to_owned()],
+                segments: vec![Key::from(text)],
             });
         }
         let mut segments = Vec::new();
@@ -56,7 +56,7 @@ impl FieldRef {
                 return Err(err("nested brackets"));
             }
             if !seg.is_empty() {
-                segments.push(seg.to_owned());
+                segments.push(Key::from(seg));
             }
             rest = &inner[end + 1..];
         }
@@ -69,11 +69,11 @@ impl FieldRef {
     /// A reference to one top-level field, taken literally (no bracket parsing).
     pub fn top_level(name: &str) -> FieldRef {
         FieldRef {
-            segments: vec![name.to_owned()],
+            segments: vec![Key::from(name)],
         }
     }
 
-    pub fn segments(&self) -> &[String] {
+    pub fn segments(&self) -> &[Key] {
         &self.segments
     }
 
@@ -119,7 +119,7 @@ fn child_mut<'a>(v: &'a mut Value, seg: &str) -> Option<&'a mut Value> {
 }
 
 /// Looks up `path` under `root`.
-pub fn get<'a>(root: &'a Map, path: &[String]) -> Option<&'a Value> {
+pub fn get<'a>(root: &'a Map, path: &[Key]) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
     let mut v = root.get(first.as_str())?;
     for seg in rest {
@@ -128,7 +128,7 @@ pub fn get<'a>(root: &'a Map, path: &[String]) -> Option<&'a Value> {
     Some(v)
 }
 
-pub fn get_mut<'a>(root: &'a mut Map, path: &[String]) -> Option<&'a mut Value> {
+pub fn get_mut<'a>(root: &'a mut Map, path: &[Key]) -> Option<&'a mut Value> {
     let (first, rest) = path.split_first()?;
     let mut v = root.get_mut(first.as_str())?;
     for seg in rest {
@@ -140,7 +140,7 @@ pub fn get_mut<'a>(root: &'a mut Map, path: &[String]) -> Option<&'a mut Value> 
 /// Sets `path` under `root`, creating intermediate objects; an intermediate that is a scalar
 /// is replaced by an object, as Logstash does. Array elements are addressed by index; an index
 /// past the end appends.
-pub fn set(root: &mut Map, path: &[String], value: Value) {
+pub fn set(root: &mut Map, path: &[Key], value: Value) {
     let Some((last, parents)) = path.split_last() else {
         return;
     };
@@ -186,14 +186,14 @@ fn descend_or_create<'a>(cur: &'a mut Value, seg: &str) -> &'a mut Value {
     }
     match cur {
         Value::Object(m) => m
-            .entry(seg.to_owned())
+            .entry(Key::from(seg))
             .or_insert_with(|| Value::Object(Map::new())),
         _ => unreachable!("replaced by an object above"),
     }
 }
 
 /// Removes and returns the value at `path`.
-pub fn remove(root: &mut Map, path: &[String]) -> Option<Value> {
+pub fn remove(root: &mut Map, path: &[Key]) -> Option<Value> {
     let (last, parents) = path.split_last()?;
     if parents.is_empty() {
         return root.remove(last.as_str());
@@ -209,7 +209,7 @@ pub fn remove(root: &mut Map, path: &[String]) -> Option<Value> {
 mod tests {
     use super::*;
 
-    fn p(s: &str) -> Vec<String> {
+    fn p(s: &str) -> Vec<Key> {
         FieldRef::parse(s).unwrap().segments().to_vec()
     }
 

@@ -4,11 +4,11 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use crate::event::Event;
-use crate::value::{Map, Value};
+use crate::value::{Key, Map, Value};
 
 impl Serialize for Value {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -34,7 +34,7 @@ impl Serialize for Value {
 fn serialize_map<S: Serializer>(m: &Map, s: S) -> Result<S::Ok, S::Error> {
     let mut map = s.serialize_map(Some(m.len()))?;
     for (k, v) in m {
-        map.serialize_entry(k, v)?;
+        map.serialize_entry(k.as_str(), v)?;
     }
     map.end()
 }
@@ -94,10 +94,36 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut m = Map::new();
-        while let Some((k, v)) = access.next_entry::<String, Value>()? {
+        while let Some(k) = access.next_key_seed(KeySeed)? {
+            let v = access.next_value::<Value>()?;
             m.insert(k, v);
         }
         Ok(Value::Object(m))
+    }
+}
+
+/// Reads an object key straight into a [`Key`]: short keys never touch the heap.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+        Ok(Key::from(v))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Key, E> {
+        Ok(Key::from(v))
     }
 }
 
@@ -133,7 +159,7 @@ impl From<serde_json::Value> for Value {
             serde_json::Value::String(s) => Value::String(s),
             serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
             serde_json::Value::Object(o) => {
-                Value::Object(o.into_iter().map(|(k, v)| (k, v.into())).collect())
+                Value::Object(o.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
             }
         }
     }

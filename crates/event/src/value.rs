@@ -6,8 +6,12 @@ use std::fmt::Write as _;
 
 use crate::timestamp::Timestamp;
 
+/// A field name. Names of up to 24 bytes (nearly all of them) are stored inline, so building
+/// an event from JSON or from the queue allocates for its values, not for its keys.
+pub type Key = compact_str::CompactString;
+
 /// An object's fields. Ordered by key, so output (rubydebug, JSON) is deterministic.
-pub type Map = BTreeMap<String, Value>;
+pub type Map = BTreeMap<Key, Value>;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {

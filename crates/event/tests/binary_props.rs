@@ -3,7 +3,7 @@
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use sluice_event::binary::{decode, encode, encoded_len, DecodeError};
-use sluice_event::{Event, Map, Timestamp, Value};
+use sluice_event::{Event, Key, Map, Timestamp, Value};
 
 /// Equality that compares floats by their bits, so NaN payloads and -0.0 count.
 fn same_value(a: &Value, b: &Value) -> bool {
@@ -24,11 +24,12 @@ fn same_map(a: &Map, b: &Map) -> bool {
             .all(|((ka, va), (kb, vb))| ka == kb && same_value(va, vb))
 }
 
-fn key() -> impl Strategy<Value = String> {
+fn key() -> impl Strategy<Value = Key> {
     prop_oneof![
         3 => "[a-c@_\\[\\]]{0,4}",
         1 => any::<String>(),
     ]
+    .prop_map(Key::from)
 }
 
 fn float() -> impl Strategy<Value = f64> {

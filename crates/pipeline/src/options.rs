@@ -85,7 +85,7 @@ pub fn ast_to_value(v: &Ast) -> Value {
         Ast::Array(a) => Value::Array(a.iter().map(ast_to_value).collect()),
         Ast::Hash(h) => Value::Object(
             h.iter()
-                .map(|e| (e.key.clone(), ast_to_value(&e.value)))
+                .map(|e| (e.key.as_str().into(), ast_to_value(&e.value)))
                 .collect(),
         ),
         Ast::Plugin(p) => Value::String(p.name.clone()),

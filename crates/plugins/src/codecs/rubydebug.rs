@@ -70,7 +70,7 @@ fn value(v: &Value, level: usize, out: &mut String) {
 }
 
 fn hash<'a>(
-    entries: impl ExactSizeIterator<Item = (&'a String, &'a Value)> + Clone,
+    entries: impl ExactSizeIterator<Item = (&'a sluice_event::Key, &'a Value)> + Clone,
     level: usize,
     out: &mut String,
 ) {
@@ -115,10 +115,7 @@ impl Codec for RubyDebug {
         let mut s = String::new();
         if self.metadata && !event.metadata().is_empty() {
             let mut all: Map = event.fields().clone();
-            all.insert(
-                "@metadata".to_owned(),
-                Value::Object(event.metadata().clone()),
-            );
+            all.insert("@metadata".into(), Value::Object(event.metadata().clone()));
             hash(all.iter(), 0, &mut s);
         } else {
             hash(event.fields().iter(), 0, &mut s);

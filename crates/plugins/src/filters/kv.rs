@@ -290,7 +290,7 @@ enum Abort {
 }
 
 /// Keys in the order first seen, as Ruby's Hash keeps them.
-type Pairs = Vec<(String, Value)>;
+type Pairs = Vec<(sluice_event::Key, Value)>;
 
 fn find<'a>(kv: &'a mut Pairs, key: &str) -> Option<&'a mut Value> {
     kv.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
@@ -302,7 +302,7 @@ fn already_has(existing: &Value, value: &Value) -> bool {
     match (existing, value) {
         (Value::String(s), Value::String(v)) => s.contains(v.as_str()),
         (Value::Array(a), v) => a.contains(v),
-        (Value::Object(m), Value::String(v)) => m.contains_key(v),
+        (Value::Object(m), Value::String(v)) => m.contains_key(v.as_str()),
         _ => false,
     }
 }
@@ -385,7 +385,7 @@ impl Kv {
                     let first = std::mem::take(existing);
                     *existing = Value::Array(vec![first, value]);
                 }
-                None => kv.push((key, value)),
+                None => kv.push((key.into(), value)),
             }
         }
         Ok(())
@@ -422,7 +422,7 @@ impl Filter for Kv {
         for (k, v) in &self.default_keys {
             match parsed.iter().position(|(pk, _)| pk == k) {
                 Some(i) => kv.push(parsed.remove(i)),
-                None => kv.push((k.clone(), v.clone())),
+                None => kv.push((k.as_str().into(), v.clone())),
             }
         }
         kv.extend(parsed);

@@ -699,8 +699,8 @@ impl Database {
 fn location(lat: Option<f64>, lon: Option<f64>) -> Option<Value> {
     let (lat, lon) = (lat?, lon?);
     let mut m = Map::new();
-    m.insert("lat".to_owned(), Value::Float(lat));
-    m.insert("lon".to_owned(), Value::Float(lon));
+    m.insert("lat".into(), Value::Float(lat));
+    m.insert("lon".into(), Value::Float(lon));
     Some(Value::Object(m))
 }
 
