@@ -473,6 +473,56 @@ fn three_processes_with_four_threads_share_a_list_without_duplicates() {
 }
 
 #[test]
+fn sigterm_mid_stream_puts_unqueued_batches_back_in_order() {
+    if !redis_available() {
+        return;
+    }
+    let dir = temp_dir("stop");
+    let redis = Redis::start(&dir, &[]);
+    const N: usize = 400_000;
+    redis.client().seed("stop", 0..N);
+    let out = dir.join("out.log");
+    // One thread, so what it took is a prefix of the list; full batches, so it always has an
+    // LPOP in flight while it queues the batch before.
+    let mut consumer = Sluice::start(
+        &dir,
+        "consumer",
+        &format!(
+            "input {{ redis {{ port => {} key => \"stop\" data_type => \"list\" threads => 1 batch_count => 250 }} }}
+             output {{ {} }}",
+            redis.port,
+            output_file(&out)
+        ),
+        &[],
+    );
+    wait_until("20,000 events consumed", Duration::from_secs(60), || {
+        line_count(&out) >= 20_000
+    });
+    consumer.term();
+    let delivered = tally(&[&out], n);
+    let k = delivered.len();
+    assert!(
+        k < N,
+        "the consumer took the whole list before SIGTERM; nothing was tested"
+    );
+    assert_exactly_once(&delivered, k as i64);
+    let mut c = redis.client();
+    let left: Vec<i64> = c
+        .cmd(&["LRANGE", "stop", "0", "-1"])
+        .strings()
+        .iter()
+        .map(|v| n(&serde_json::from_str(v).unwrap()))
+        .collect();
+    let expected: Vec<i64> = (k as i64..N as i64).collect();
+    assert!(
+        left == expected,
+        "the list should hold exactly events {k}..{N} in order; it holds {} values starting {:?}",
+        left.len(),
+        &left[..left.len().min(5)]
+    );
+}
+
+#[test]
 fn input_and_output_recover_when_redis_restarts() {
     if !redis_available() {
         return;

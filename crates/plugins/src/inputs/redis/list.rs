@@ -4,6 +4,10 @@
 //! `LRANGE`+`LTRIM` script. When the list is empty the thread blocks in `BLPOP` for a fraction
 //! of a second (so it notices shutdown), then fills the rest of the batch.
 //!
+//! With `LPOP`, a full batch means the list has more: the thread sends the next `LPOP` before
+//! decoding the batch it holds, so Redis and the network work while we decode. The reply is
+//! read at the next round; at shutdown it goes back to the list with the batch not queued.
+//!
 //! Reliable mode. Keys, for list `K` and consumer id `C` (host:pid:random, new per process):
 //! - `K:sluice:processing:C:T`: thread T's batch in flight. The pop script moves a batch from
 //!   `K` to it atomically; it is deleted once the batch is in our queue.
@@ -345,6 +349,8 @@ pub struct ListThread<'a> {
     processing: String,
     /// Reliable mode: the processing list holds a batch that is already in our queue.
     pushed: bool,
+    /// An `LPOP` was sent ahead and its reply is still to be read.
+    ahead: bool,
     /// The server, for log lines.
     target: String,
 }
@@ -371,6 +377,7 @@ impl<'a> ListThread<'a> {
             scripts: Scripts::new(cfg),
             conn: None,
             pushed: false,
+            ahead: false,
             target: cfg.endpoint.to_string(),
         }
     }
@@ -388,6 +395,7 @@ impl<'a> ListThread<'a> {
                 Ok(Step::Stop) => break,
                 Err(e) => {
                     self.conn = None;
+                    self.ahead = false;
                     self.outage.failed(&self.target, &e);
                     if !sleep_unless(backoff.next_delay(), || ctx.is_stopping()) {
                         break;
@@ -398,6 +406,14 @@ impl<'a> ListThread<'a> {
             if self.conn.is_some() {
                 backoff.reset();
             }
+        }
+        match self.take_ahead() {
+            Ok(Some(items)) if !items.is_empty() => self.give_back(items),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                error = %e,
+                "redis input: stopping; the reply to the last LPOP was lost with the connection (its events, if any, are lost)"
+            ),
         }
         if self.pushed {
             if let Some(c) = self.conn.as_mut() {
@@ -447,14 +463,52 @@ impl<'a> ListThread<'a> {
         self.deliver(ctx, left)
     }
 
-    /// One batch: pop, decode, queue.
+    /// One batch: pop (or read the reply to the `LPOP` sent ahead), send the next `LPOP` if the
+    /// batch was full, decode, queue.
     fn round(&mut self, ctx: &InputContext) -> RedisResult<Step> {
-        let items = self.pop(ctx)?;
+        let items = match self.take_ahead()? {
+            Some(items) => items,
+            None => self.pop(ctx)?,
+        };
         self.outage.recovered(&self.target);
         if items.is_empty() {
             return Ok(Step::Continue);
         }
-        self.deliver(ctx, items)
+        let mut sent = Ok(());
+        if items.len() >= self.cfg.batch_count && !ctx.is_stopping() {
+            sent = self.send_ahead();
+        }
+        let step = self.deliver(ctx, items)?;
+        // A failed send leaves the connection unusable: reconnect once the batch is queued.
+        sent.map(|()| step)
+    }
+
+    /// Sends the next `LPOP` without waiting for its reply (plain `LPOP key count` only).
+    fn send_ahead(&mut self) -> RedisResult<()> {
+        let conn = self.conn.as_mut().expect("connected");
+        if self.consumer.is_some() || !conn.lpop_count {
+            return Ok(());
+        }
+        let cmd = redis::cmd(self.cfg.commands.name("lpop"))
+            .arg(&self.cfg.key)
+            .arg(self.cfg.batch_count)
+            .get_packed_command();
+        conn.con.send_packed_command(&cmd)?;
+        self.ahead = true;
+        Ok(())
+    }
+
+    /// The values of the `LPOP` sent ahead, if one is pending.
+    fn take_ahead(&mut self) -> RedisResult<Option<Vec<Vec<u8>>>> {
+        if !self.ahead {
+            return Ok(None);
+        }
+        self.ahead = false;
+        let conn = self
+            .conn
+            .as_mut()
+            .expect("an LPOP is only sent ahead on a connection");
+        Ok(Some(bulks(conn.con.recv_response()?)))
     }
 
     /// Decodes and queues a batch; then (reliable) deletes its copy from the processing list.
@@ -465,6 +519,16 @@ impl<'a> ListThread<'a> {
             self.codec.decode(item, &mut events);
         }
         if ctx.push(events).is_err() {
+            // The values of an LPOP sent ahead follow these in the list's order.
+            let mut items = items;
+            match self.take_ahead() {
+                Ok(Some(more)) => items.extend(more),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "redis input: stopping; the reply to the last LPOP was lost with the connection (its events, if any, are lost)"
+                ),
+            }
             self.give_back(items);
             return Ok(Step::Stop);
         }
