@@ -136,6 +136,8 @@ pub struct InputContext {
     metrics: Arc<crate::metrics::PipelineMetrics>,
     /// This input's index in `metrics.inputs`.
     index: usize,
+    /// `pipeline.batch.size`.
+    batch_size: usize,
 }
 
 impl InputContext {
@@ -145,6 +147,7 @@ impl InputContext {
         stopping: Arc<AtomicBool>,
         metrics: Arc<crate::metrics::PipelineMetrics>,
         index: usize,
+        batch_size: usize,
     ) -> Self {
         InputContext {
             queue,
@@ -152,7 +155,16 @@ impl InputContext {
             stopping,
             metrics,
             index,
+            batch_size,
         }
+    }
+
+    /// The pipeline's batch size: how many events an input that makes events faster than it
+    /// can push them should push at a time. The memory queue holds `workers × batch size`;
+    /// pushing more than fits would leave the input waiting with the surplus instead of
+    /// making the next events while the workers run.
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
     }
 
     /// Queues a batch, blocking while the queue is full.

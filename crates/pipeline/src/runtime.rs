@@ -107,6 +107,7 @@ pub fn start(
             }),
             Arc::clone(&metrics),
             index,
+            settings.batch_size,
         );
         let running = Arc::clone(&inputs_running);
         let active = Arc::clone(&active_running);

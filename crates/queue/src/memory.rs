@@ -2,7 +2,8 @@
 //!
 //! One mutex guards a `VecDeque`; writers append a whole batch under it (or as much as fits,
 //! then wait for room), readers take up to a batch under it. Two condition variables wake
-//! readers when items arrive and writers when room appears.
+//! readers when items arrive and writers when room appears; each side counts its sleepers so
+//! that a push or a read with nobody waiting makes no wake-up system call.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -15,6 +16,10 @@ pub struct Closed<T>(pub Vec<T>);
 struct State<T> {
     items: VecDeque<T>,
     closed: bool,
+    /// Readers asleep on `readable`.
+    readers_waiting: usize,
+    /// Writers asleep on `writable`.
+    writers_waiting: usize,
 }
 
 pub struct MemoryQueue<T> {
@@ -32,6 +37,8 @@ impl<T> MemoryQueue<T> {
             state: Mutex::new(State {
                 items: VecDeque::with_capacity(capacity),
                 closed: false,
+                readers_waiting: 0,
+                writers_waiting: 0,
             }),
             capacity,
             readable: Condvar::new(),
@@ -70,12 +77,17 @@ impl<T> MemoryQueue<T> {
             let room = self.capacity - st.items.len();
             if room > 0 {
                 st.items.extend(rest.by_ref().take(room));
-                self.readable.notify_all();
+                // One reader; it wakes the next if it leaves items behind.
+                if st.readers_waiting > 0 {
+                    self.readable.notify_one();
+                }
                 if rest.peek().is_none() {
                     return Ok(());
                 }
             }
+            st.writers_waiting += 1;
             st = self.writable.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.writers_waiting -= 1;
         }
     }
 
@@ -88,7 +100,9 @@ impl<T> MemoryQueue<T> {
             if st.closed {
                 return None;
             }
+            st.readers_waiting += 1;
             st = self.readable.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.readers_waiting -= 1;
         }
         if st.items.len() < max && !st.closed && !delay.is_zero() {
             let deadline = Instant::now() + delay;
@@ -97,20 +111,25 @@ impl<T> MemoryQueue<T> {
                 if now >= deadline {
                     break;
                 }
+                st.readers_waiting += 1;
                 st = self
                     .readable
                     .wait_timeout(st, deadline - now)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
+                st.readers_waiting -= 1;
             }
         }
         let n = st.items.len().min(max);
         let batch: Vec<T> = st.items.drain(..n).collect();
-        let more = !st.items.is_empty();
+        let wake_writers = st.writers_waiting > 0;
+        // Another reader may be waiting for the rest.
+        let wake_reader = !st.items.is_empty() && st.readers_waiting > 0;
         drop(st);
-        self.writable.notify_all();
-        if more {
-            // Another reader may be waiting for the rest.
+        if wake_writers {
+            self.writable.notify_all();
+        }
+        if wake_reader {
             self.readable.notify_one();
         }
         Some(batch)

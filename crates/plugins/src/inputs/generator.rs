@@ -8,9 +8,6 @@ use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
 use crate::ecs::{hostname, Ecs};
 
-/// Events generated between two pushes.
-const PUSH_BATCH: usize = 256;
-
 pub struct Generator {
     spec: Spec,
     threads: usize,
@@ -68,7 +65,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 
 impl Spec {
     fn generate(&self, mut codec: Box<dyn Codec>, ctx: &InputContext) {
-        let mut batch: Vec<Event> = Vec::with_capacity(PUSH_BATCH + self.lines.len());
+        let push_at = ctx.batch_size().max(1);
+        let mut batch: Vec<Event> = Vec::with_capacity(push_at + self.lines.len());
         let mut sequence: u64 = 0;
         while self.count == 0 || sequence < self.count {
             if ctx.is_stopping() {
@@ -85,7 +83,7 @@ impl Spec {
                 }
             }
             sequence += 1;
-            if batch.len() >= PUSH_BATCH && ctx.push(std::mem::take(&mut batch)).is_err() {
+            if batch.len() >= push_at && ctx.push(std::mem::take(&mut batch)).is_err() {
                 return;
             }
         }
