@@ -151,6 +151,7 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         deliver(shared, &events, worker);
         shared.queue.ack(batch.token);
         let n = events.len() as u64;
+        shared.queue.recycle(events);
         counters.record_batch(n, n, started.elapsed());
     }
     let mut rest = chain.flush();
