@@ -12,11 +12,22 @@ pub const METADATA: &str = "@metadata";
 /// Logstash's tag for an `@timestamp` that could not be parsed on event creation.
 pub const TIMESTAMP_PARSE_FAILURE: &str = "_timestampparsefailure";
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Event {
     fields: Map,
     metadata: Map,
     cancelled: bool,
+    /// Which thread queued the event (see [`Event::origin`]); not part of its content.
+    origin: u16,
+}
+
+/// Events are equal when their content is: fields, metadata and whether they were dropped.
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.fields == other.fields
+            && self.metadata == other.metadata
+            && self.cancelled == other.cancelled
+    }
 }
 
 impl Default for Event {
@@ -35,6 +46,7 @@ impl Event {
             fields,
             metadata: Map::new(),
             cancelled: false,
+            origin: 0,
         }
     }
 
@@ -81,6 +93,7 @@ impl Event {
             fields,
             metadata,
             cancelled: false,
+            origin: 0,
         };
         if let Some(bad) = failed {
             event.fields.insert(Key::from("_@timestamp"), bad);
@@ -95,6 +108,7 @@ impl Event {
             fields,
             metadata,
             cancelled: false,
+            origin: 0,
         }
     }
 
@@ -246,6 +260,16 @@ impl Event {
             }
             _ => {}
         }
+    }
+
+    /// A number for the thread that queued the event, set by the memory queue so that the
+    /// event's memory can be freed on that thread once the outputs are done with it.
+    pub fn origin(&self) -> u16 {
+        self.origin
+    }
+
+    pub fn set_origin(&mut self, origin: u16) {
+        self.origin = origin;
     }
 
     /// Marks the event dropped; the pipeline removes cancelled events from the batch.

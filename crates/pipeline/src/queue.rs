@@ -3,16 +3,17 @@
 //! with `sluice_event::binary` in the pushing input's thread and decodes in the reading
 //! worker's thread, so neither happens under a queue lock.
 //!
-//! Events are freed where they were made when that is cheap to arrange: a worker hands the
-//! memory queue its finished events ([`EventQueue::recycle`]) and the next input thread to
-//! push frees them. An allocator frees memory from another thread through a slow path, and the
-//! memory then has to move back to the allocating core; for an input that makes events as fast
-//! as it can, that was a third of its time (`crates/plugins/examples/decode_bench.rs`).
+//! Events are freed where they were made when that is cheap to arrange: the memory queue marks
+//! each pushed event with its thread's number, a worker hands the queue its finished events
+//! ([`EventQueue::recycle`]), and the thread that pushed them frees them at its next push. An
+//! allocator frees memory from another thread through a slow path, and the memory then has to
+//! move back to the allocating core; for an input that makes events as fast as it can, that
+//! was a third of its time (`crates/plugins/examples/decode_bench.rs`).
 
 use std::time::Duration;
 
 use sluice_event::Event;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sluice_queue::{MemoryQueue, PersistedQueue, QueueError, RecordBatch};
@@ -81,62 +82,103 @@ pub trait EventQueue: Send + Sync {
     }
 }
 
+/// Threads that push into several memory queues get one number for all of them.
+fn thread_origin() -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    thread_local! {
+        static ORIGIN: u16 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    ORIGIN.with(|o| *o)
+}
+
+/// Finished events waiting for their pushing threads; threads share a bin when more than
+/// this many push into one queue.
+const BINS: usize = 16;
+
 pub struct MemoryEventQueue {
     queue: MemoryQueue<Event>,
-    /// Finished events waiting for an input thread to free them; at most `queue`'s capacity
-    /// of them (beyond that a worker frees its own), so an idle input holds back at most
-    /// what the queue itself could hold.
-    spent: Mutex<Spent>,
-    /// Whether `spent` has anything: lets a push skip the lock.
-    has_spent: AtomicBool,
+    /// Finished events by the number of the thread that pushed them (modulo [`BINS`]).
+    bins: [Bin; BINS],
+    /// Events in all bins: at most `queue`'s capacity (beyond that a worker frees its own), so
+    /// idle inputs hold back at most what the queue itself could hold.
+    spent_events: AtomicUsize,
 }
 
 #[derive(Default)]
-struct Spent {
-    batches: Vec<Vec<Event>>,
-    events: usize,
+struct Bin {
+    batches: Mutex<Vec<Vec<Event>>>,
+    /// Whether `batches` has anything: lets a push skip the lock.
+    full: AtomicBool,
 }
 
 impl MemoryEventQueue {
     pub fn new(capacity: usize) -> Self {
         MemoryEventQueue {
             queue: MemoryQueue::new(capacity),
-            spent: Mutex::new(Spent::default()),
-            has_spent: AtomicBool::new(false),
+            bins: Default::default(),
+            spent_events: AtomicUsize::new(0),
         }
     }
 
-    fn take_spent(&self) -> Spent {
-        if !self.has_spent.load(Ordering::Relaxed) {
-            return Spent::default();
+    /// Takes the finished events of the threads sharing `origin`'s bin.
+    fn take_spent(&self, origin: u16) -> Vec<Vec<Event>> {
+        let bin = &self.bins[origin as usize % BINS];
+        if !bin.full.load(Ordering::Relaxed) {
+            return Vec::new();
         }
-        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
-        self.has_spent.store(false, Ordering::Relaxed);
-        std::mem::take(&mut *spent)
+        let taken = {
+            let mut batches = bin.batches.lock().unwrap_or_else(|p| p.into_inner());
+            bin.full.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *batches)
+        };
+        let n: usize = taken.iter().map(Vec::len).sum();
+        self.spent_events.fetch_sub(n, Ordering::Relaxed);
+        taken
+    }
+
+    fn keep(&self, origin: u16, events: Vec<Event>) {
+        let n = events.len();
+        let capacity = self.queue.capacity();
+        let reserved =
+            self.spent_events
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                    (held + n <= capacity).then_some(held + n)
+                });
+        if reserved.is_err() {
+            return; // dropped here, by the worker
+        }
+        let bin = &self.bins[origin as usize % BINS];
+        bin.batches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(events);
+        bin.full.store(true, Ordering::Relaxed);
     }
 }
 
 impl EventQueue for MemoryEventQueue {
-    fn push(&self, events: Vec<Event>) -> Result<(), Stopped> {
+    fn push(&self, mut events: Vec<Event>) -> Result<(), Stopped> {
+        let origin = thread_origin();
+        for e in &mut events {
+            e.set_origin(origin);
+        }
         let result = self.queue.push(events).map_err(|_| Stopped);
-        // Freed here, on the input's thread, outside any lock.
-        drop(self.take_spent());
+        // This thread's finished events are freed here, outside any lock.
+        drop(self.take_spent(origin));
         result
     }
 
-    fn recycle(&self, events: Vec<Event>) {
-        if events.is_empty() {
-            return;
+    fn recycle(&self, mut events: Vec<Event>) {
+        while let Some(origin) = events.first().map(Event::origin) {
+            // Usually the whole batch came from one push.
+            let same = events.iter().take_while(|e| e.origin() == origin).count();
+            if same == events.len() {
+                self.keep(origin, events);
+                return;
+            }
+            let rest = events.split_off(same);
+            self.keep(origin, std::mem::replace(&mut events, rest));
         }
-        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
-        if spent.events + events.len() > self.queue.capacity() {
-            drop(spent);
-            drop(events);
-            return;
-        }
-        spent.events += events.len();
-        spent.batches.push(events);
-        self.has_spent.store(true, Ordering::Relaxed);
     }
 
     fn read_batch(&self, max: usize, delay: Duration) -> Option<ReadBatch> {
@@ -277,32 +319,96 @@ impl EventQueue for PersistedEventQueue {
 mod tests {
     use super::*;
 
-    fn events(n: usize) -> Vec<Event> {
-        (0..n).map(|i| Event::with_message(i.to_string())).collect()
+    /// Events as this thread would have pushed them.
+    fn mine(n: usize) -> Vec<Event> {
+        (0..n)
+            .map(|i| {
+                let mut e = Event::with_message(i.to_string());
+                e.set_origin(thread_origin());
+                e
+            })
+            .collect()
     }
 
-    fn spent_events(q: &MemoryEventQueue) -> usize {
-        q.spent.lock().unwrap().events
+    /// Events held for freeing, checked against the bins' contents.
+    fn held(q: &MemoryEventQueue) -> usize {
+        let held = q.spent_events.load(Ordering::Relaxed);
+        let binned: usize = q
+            .bins
+            .iter()
+            .map(|b| {
+                b.batches
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(Vec::len)
+                    .sum::<usize>()
+            })
+            .sum();
+        assert_eq!(held, binned);
+        held
+    }
+
+    /// Pushes `n` events from a new thread whose bin is not this thread's; returns its origin.
+    fn push_from_another_thread(q: &MemoryEventQueue, n: usize) -> u16 {
+        let me = thread_origin() as usize % BINS;
+        loop {
+            let pushed = std::thread::scope(|s| {
+                s.spawn(|| {
+                    let o = thread_origin();
+                    (o as usize % BINS != me).then(|| {
+                        q.push(mine(n)).unwrap();
+                        o
+                    })
+                })
+                .join()
+                .unwrap()
+            });
+            if let Some(o) = pushed {
+                return o;
+            }
+        }
     }
 
     #[test]
-    fn recycled_events_are_freed_by_the_next_push_and_bounded_by_capacity() {
+    fn finished_events_are_freed_by_their_thread_and_bounded_by_capacity() {
         let q = MemoryEventQueue::new(10);
-        q.push(events(4)).unwrap();
+        q.push(mine(4)).unwrap();
         let batch = q.read_batch(10, Duration::ZERO).unwrap();
         assert_eq!(batch.events.len(), 4);
+        assert!(batch.events.iter().all(|e| e.origin() == thread_origin()));
         q.ack(batch.token);
         q.recycle(batch.events);
-        assert_eq!(spent_events(&q), 4);
+        assert_eq!(held(&q), 4);
         // Beyond the queue's capacity a worker frees its own.
-        q.recycle(events(7));
-        assert_eq!(spent_events(&q), 4);
-        q.recycle(events(6));
-        assert_eq!(spent_events(&q), 10);
-        // The next push (an input's thread) takes them all.
-        q.push(events(1)).unwrap();
-        assert_eq!(spent_events(&q), 0);
-        assert!(!q.has_spent.load(Ordering::Relaxed));
-        assert_eq!(q.len(), 1);
+        q.recycle(mine(7));
+        assert_eq!(held(&q), 4);
+        q.recycle(mine(6));
+        assert_eq!(held(&q), 10);
+        // Another thread's push leaves them; this thread's next push takes them all.
+        push_from_another_thread(&q, 1);
+        assert_eq!(held(&q), 10);
+        q.push(mine(1)).unwrap();
+        assert_eq!(held(&q), 0);
+        assert_eq!(q.len(), 2);
+    }
+
+    #[test]
+    fn a_mixed_batch_goes_back_to_each_pushing_thread() {
+        let q = MemoryEventQueue::new(100);
+        let other = push_from_another_thread(&q, 3);
+        q.push(mine(2)).unwrap();
+        let batch = q.read_batch(100, Duration::ZERO).unwrap();
+        let origins: Vec<u16> = batch.events.iter().map(Event::origin).collect();
+        let me = thread_origin();
+        assert_eq!(origins, vec![other, other, other, me, me]);
+        q.recycle(batch.events);
+        assert_eq!(held(&q), 5);
+        q.push(mine(1)).unwrap();
+        assert_eq!(
+            held(&q),
+            3,
+            "this thread frees its own two, not the other thread's three"
+        );
     }
 }
