@@ -11,7 +11,8 @@
 //! Durability: a push returns once its records are in the page file (so a killed process
 //! loses nothing). With `checkpoint.writes = N`, the push that leaves N or more records
 //! unsynced waits until a sync covers it; one flusher thread syncs for every waiting writer
-//! at once (group commit), so `N = 1` costs one fsync per *round*, not per writer. The
+//! at once (group commit), so `N = 1` costs one fsync per *round*, not per writer. A push
+//! that leaves N/2 unsynced asks for a sync without waiting, so writers rarely reach N. The
 //! flusher also writes checkpoints (every `checkpoint.acks` acks, at rollover, at close) and
 //! deletes fully acked pages after a checkpoint that no longer lists them.
 
@@ -424,7 +425,14 @@ impl PersistedQueue {
         let end_seq = w.next_seq;
         drop(w);
         let mut st = lock(&self.state);
-        if end_seq.saturating_sub(st.synced_seq) >= self.cfg.checkpoint_writes.max(1) {
+        let limit = self.cfg.checkpoint_writes.max(1);
+        let unsynced = end_seq.saturating_sub(st.synced_seq);
+        if unsynced < limit && unsynced >= limit.div_ceil(2) && !st.flush_requested {
+            // Halfway to the limit: start a sync now, so that it is usually done before a
+            // push reaches the limit and would have to wait for one.
+            self.request_flush(&mut st);
+        }
+        if unsynced >= limit {
             self.request_flush(&mut st);
             while st.synced_seq < end_seq {
                 if let Some(f) = &st.failed {
