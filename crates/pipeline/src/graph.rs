@@ -179,6 +179,11 @@ pub struct FilterChain {
 }
 
 impl FilterChain {
+    /// True when the pipeline has no filters: events reach the outputs as inputs made them.
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
     pub fn new(filters: Vec<(Box<dyn Filter>, Arc<FilterCommon>)>, tree: Arc<Vec<Node>>) -> Self {
         let plugins = PluginList {
             filters: vec![
