@@ -103,5 +103,6 @@ PLAIN=$(rate "$N" "$s" "$e")
 echo "input: redis → null, threads 1, batch_count 250, codec plain (no JSON parsing): $PLAIN events/s"
 echo
 echo "best input rate: $BEST events/s ($BEST_AT) = $(ratio "$BEST" "$CEIL") of redis-server's LPOP 125 ceiling (goal ≥ 0.8)"
+echo "  = $(ratio "$BEST" "${C[1]}") of the one-connection figure (redis-benchmark -c 1), the one the issue quotes"
 echo
 cat "$TMP/table"
