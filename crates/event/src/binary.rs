@@ -361,7 +361,10 @@ impl<'a> Reader<'a> {
             }
             prev = Some(key);
             let value = self.value(depth)?;
-            map.insert(Key::from(key), value);
+            // Keys are checked to ascend above: always an append.
+            if let Some((k, v)) = map.try_append(Key::from(key), value) {
+                map.insert(k, v);
+            }
         }
         Ok(map)
     }

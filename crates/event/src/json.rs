@@ -93,11 +93,21 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        // Keys usually come in order (we write them sorted): each is appended after one
+        // comparison. From the first key out of order on, the rest are collected and merged
+        // with one sort, so a large unsorted object costs n log n, not n².
         let mut m = Map::new();
+        let mut unsorted: Vec<(Key, Value)> = Vec::new();
         while let Some(k) = access.next_key_seed(KeySeed)? {
             let v = access.next_value::<Value>()?;
-            m.insert(k, v);
+            if !unsorted.is_empty() {
+                unsorted.push((k, v));
+            } else if let Some(kv) = m.try_append(k, v) {
+                unsorted.push(kv);
+            }
         }
+        // A repeated key keeps its last value, as serde_json's own maps do.
+        m.extend(unsorted);
         Ok(Value::Object(m))
     }
 }

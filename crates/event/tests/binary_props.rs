@@ -65,7 +65,7 @@ fn value() -> impl Strategy<Value = Value> {
     leaf().prop_recursive(6, 96, 8, |inner| {
         prop_oneof![
             vec(inner.clone(), 0..8).prop_map(Value::Array),
-            btree_map(key(), inner, 0..8).prop_map(Value::Object),
+            btree_map(key(), inner, 0..8).prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -75,7 +75,9 @@ fn event() -> impl Strategy<Value = Event> {
         btree_map(key(), value(), 0..8),
         btree_map(key(), value(), 0..4),
     )
-        .prop_map(|(fields, metadata)| Event::from_parts(fields, metadata))
+        .prop_map(|(fields, metadata)| {
+            Event::from_parts(fields.into_iter().collect(), metadata.into_iter().collect())
+        })
 }
 
 fn enc(e: &Event) -> Vec<u8> {

@@ -41,6 +41,30 @@ proptest! {
     }
 
     #[test]
+    fn keys_in_any_order_and_repeated_keep_the_last_value(
+        pairs in prop::collection::vec(("[a-e]{0,2}", any::<i64>()), 0..40)
+    ) {
+        let body: Vec<String> = pairs
+            .iter()
+            .map(|(k, v)| format!("{}:{v}", serde_json::to_string(k).unwrap()))
+            .collect();
+        let text = format!("{{{}}}", body.join(","));
+        let mut expected = std::collections::BTreeMap::new();
+        for (k, v) in &pairs {
+            expected.insert(k.clone(), *v);
+        }
+        let Some(Value::Object(m)) = parse(text.as_bytes()).ok() else {
+            panic!("not an object: {text}");
+        };
+        let got: Vec<(String, i64)> = m
+            .iter()
+            .map(|(k, v)| (k.to_string(), match v { Value::Int(i) => *i, other => panic!("{other:?}") }))
+            .collect();
+        let want: Vec<(String, i64)> = expected.into_iter().collect();
+        prop_assert_eq!(got, want, "{}", text);
+    }
+
+    #[test]
     fn same_verdict_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..40)) {
         let ours = parse(&bytes).ok();
         prop_assert_eq!(ours, reference(&bytes), "input {:?}", String::from_utf8_lossy(&bytes));
