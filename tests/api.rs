@@ -167,7 +167,10 @@ filter {
 }
 output { null { id => "sink" } }"#;
     let sluice = Sluice::start(&dir, "", "", &["-w", "2", "-e", config]);
-    let stats = sluice.wait_for(60, "7000 events out", |s| out_of(s, "main") == 7000);
+    // The dropped events are still in flight when the 7,000th goes out: wait for all 10,000 in.
+    let stats = sluice.wait_for(60, "10000 events in, 7000 out", |s| {
+        out_of(s, "main") == 7000 && s["pipelines"]["main"]["events"]["in"] == 10000
+    });
     // Nothing more arrives: read again after the workers' last batch is surely counted.
     std::thread::sleep(Duration::from_millis(300));
     let stats = {
