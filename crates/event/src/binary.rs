@@ -388,7 +388,7 @@ impl<'a> Reader<'a> {
                 bits.copy_from_slice(bytes);
                 Value::Float(f64::from_bits(u64::from_le_bytes(bits)))
             }
-            TAG_STRING => Value::String(self.str("string length", "string")?.to_owned()),
+            TAG_STRING => Value::String(self.str("string length", "string")?.into()),
             TAG_TIMESTAMP => {
                 Value::Timestamp(Timestamp::from_millis(unzigzag(self.varint("timestamp")?)))
             }

@@ -41,7 +41,7 @@ impl Event {
     pub fn new() -> Event {
         let mut fields = Map::new();
         fields.insert(Key::from(TIMESTAMP), Value::Timestamp(Timestamp::now()));
-        fields.insert(Key::from(VERSION), Value::String("1".to_owned()));
+        fields.insert(Key::from(VERSION), Value::String("1".into()));
         Event {
             fields,
             metadata: Map::new(),
@@ -54,7 +54,7 @@ impl Event {
     pub fn with_message(message: impl Into<String>) -> Event {
         let mut e = Event::new();
         e.fields
-            .insert(Key::from("message"), Value::String(message.into()));
+            .insert(Key::from("message"), Value::String(message.into().into()));
         e
     }
 
@@ -88,7 +88,7 @@ impl Event {
         }
         fields
             .entry(Key::from(VERSION))
-            .or_insert_with(|| Value::String("1".to_owned()));
+            .or_insert_with(|| Value::String("1".into()));
         let mut event = Event {
             fields,
             metadata,
@@ -236,15 +236,15 @@ impl Event {
         match tags {
             Value::Array(a) => {
                 if !a.iter().any(|v| v.as_str() == Some(tag)) {
-                    a.push(Value::String(tag.to_owned()));
+                    a.push(Value::String(tag.into()));
                 }
             }
-            Value::Null => *tags = Value::Array(vec![Value::String(tag.to_owned())]),
+            Value::Null => *tags = Value::Array(vec![Value::String(tag.into())]),
             other => {
                 let old = std::mem::take(other);
                 let mut a = vec![old];
                 if a[0].as_str() != Some(tag) {
-                    a.push(Value::String(tag.to_owned()));
+                    a.push(Value::String(tag.into()));
                 }
                 *other = Value::Array(a);
             }

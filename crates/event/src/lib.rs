@@ -20,4 +20,4 @@ pub use event::{Event, METADATA, TAGS, TIMESTAMP, VERSION};
 pub use fieldref::{FieldRef, FieldRefError};
 pub use template::Template;
 pub use timestamp::Timestamp;
-pub use value::{Key, Map, Value};
+pub use value::{Key, Map, Str, Value};

@@ -9,6 +9,10 @@ use crate::timestamp::Timestamp;
 /// an event from JSON or from the queue allocates for its values, not for its keys.
 pub type Key = compact_str::CompactString;
 
+/// A string value: up to 24 bytes inline (status codes, verbs, IP addresses, names), longer
+/// ones on the heap. Derefs to `&str`.
+pub type Str = compact_str::CompactString;
+
 /// An object's fields, ordered by key so that output (rubydebug, JSON) is deterministic: a
 /// sorted vector (litemap). Events have tens of fields, where one allocation per object and a
 /// binary search beat a B-tree; building from sorted input (our JSON, the queue's format)
@@ -22,7 +26,7 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Float(f64),
-    String(String),
+    String(Str),
     Timestamp(Timestamp),
     Array(Vec<Value>),
     Object(Map),
@@ -105,7 +109,7 @@ impl Value {
     /// The string form of [`Value::write_display`], allocated.
     pub fn to_display_string(&self) -> String {
         match self {
-            Value::String(s) => s.clone(),
+            Value::String(s) => s.to_string(),
             _ => {
                 let mut s = String::new();
                 self.write_display(&mut s);
@@ -127,12 +131,18 @@ pub fn write_float(f: f64, out: &mut String) {
 
 impl From<&str> for Value {
     fn from(s: &str) -> Self {
-        Value::String(s.to_owned())
+        Value::String(Str::from(s))
     }
 }
 
 impl From<String> for Value {
     fn from(s: String) -> Self {
+        Value::String(Str::from(s))
+    }
+}
+
+impl From<Str> for Value {
+    fn from(s: Str) -> Self {
         Value::String(s)
     }
 }
@@ -191,7 +201,7 @@ mod tests {
     fn truthiness() {
         assert!(!Value::Null.is_truthy());
         assert!(!Value::Bool(false).is_truthy());
-        assert!(Value::String(String::new()).is_truthy());
+        assert!(Value::String(String::new().into()).is_truthy());
         assert!(Value::Int(0).is_truthy());
     }
 }

@@ -55,7 +55,7 @@ fn leaf() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::Int),
         (-1000i64..1000).prop_map(Value::Int),
         float().prop_map(Value::Float),
-        any::<String>().prop_map(Value::String),
+        any::<String>().prop_map(Value::from),
         any::<i64>().prop_map(|m| Value::Timestamp(Timestamp::from_millis(m))),
         (0i64..4_000_000_000_000).prop_map(|m| Value::Timestamp(Timestamp::from_millis(m))),
     ]

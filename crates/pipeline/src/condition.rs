@@ -63,7 +63,7 @@ impl Compiler<'_> {
 
     fn literal(&self, o: &AstOperand) -> Result<Value, ConfigError> {
         Ok(match o {
-            AstOperand::String(s) => Value::String(s.clone()),
+            AstOperand::String(s) => Value::String(s.as_str().into()),
             AstOperand::Number(n) => number(n),
             AstOperand::Array(items) => Value::Array(
                 items
@@ -71,7 +71,7 @@ impl Compiler<'_> {
                     .map(|i| self.literal(i))
                     .collect::<Result<_, _>>()?,
             ),
-            AstOperand::Regex(r) => Value::String(r.source.clone()),
+            AstOperand::Regex(r) => Value::String(r.source.as_str().into()),
             AstOperand::Field(f) => {
                 return Err(self.err(format!(
                     "field reference {f} is not allowed inside a list literal"
@@ -145,7 +145,7 @@ fn resolve<'a>(o: &'a Operand, e: &'a Event) -> Option<Cow<'a, Value>> {
             None => None,
         },
         Operand::Literal(v) => Some(Cow::Borrowed(v)),
-        Operand::Regex(r) => Some(Cow::Owned(Value::String(r.as_str().to_owned()))),
+        Operand::Regex(r) => Some(Cow::Owned(Value::String(r.as_str().into()))),
     }
 }
 

@@ -79,7 +79,7 @@ fn describe(v: &Ast) -> &'static str {
 /// A config value as an event value: numbers stay numbers, everything else is text.
 pub fn ast_to_value(v: &Ast) -> Value {
     match v {
-        Ast::String(s) | Ast::Bareword(s) => Value::String(s.clone()),
+        Ast::String(s) | Ast::Bareword(s) => Value::String(s.as_str().into()),
         Ast::Number(Number::Int(i)) => Value::Int(*i),
         Ast::Number(Number::Float(f)) => Value::Float(*f),
         Ast::Array(a) => Value::Array(a.iter().map(ast_to_value).collect()),
@@ -88,7 +88,7 @@ pub fn ast_to_value(v: &Ast) -> Value {
                 .map(|e| (e.key.as_str().into(), ast_to_value(&e.value)))
                 .collect(),
         ),
-        Ast::Plugin(p) => Value::String(p.name.clone()),
+        Ast::Plugin(p) => Value::String(p.name.as_str().into()),
     }
 }
 

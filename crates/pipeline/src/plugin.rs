@@ -103,7 +103,7 @@ impl InputDecoration {
     pub fn apply(&self, event: &mut Event) {
         if let Some(t) = &self.type_name {
             if event.get_field("type").is_none() {
-                event.set_field("type", Value::String(t.clone()));
+                event.set_field("type", Value::String(t.as_str().into()));
             }
         }
         for tag in &self.tags {
@@ -111,7 +111,7 @@ impl InputDecoration {
         }
         for (k, v) in &self.add_field {
             let key = k.render(event);
-            let value = Value::String(v.render(event));
+            let value = Value::String(v.render(event).into());
             if let Ok(r) = FieldRef::parse(&key) {
                 if event.get(&r).is_none() {
                     event.set(&r, value);

@@ -48,7 +48,7 @@ impl FilterCommon {
             let Ok(field) = FieldRef::parse(&k.render(event)) else {
                 continue;
             };
-            let value = Value::String(v.render(event));
+            let value = Value::String(v.render(event).into());
             match event.get_mut(&field) {
                 None => event.set(&field, value),
                 Some(Value::Array(a)) => a.push(value),

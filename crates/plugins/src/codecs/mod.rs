@@ -64,9 +64,9 @@ pub fn text_event(text: String, ecs: Ecs) -> Event {
         thread_local! {
             static ORIGINAL: FieldRef = FieldRef::parse("[event][original]").expect("valid reference");
         }
-        ORIGINAL.with(|r| e.set(r, Value::String(text.clone())));
+        ORIGINAL.with(|r| e.set(r, Value::String(text.as_str().into())));
     }
-    e.set_field("message", Value::String(text));
+    e.set_field("message", Value::String(text.into()));
     e
 }
 

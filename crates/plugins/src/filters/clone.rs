@@ -29,7 +29,7 @@ impl Filter for Clone {
             if self.ecs.enabled() {
                 copy.add_tag(name);
             } else {
-                copy.set_field("type", Value::String(name.clone()));
+                copy.set_field("type", Value::String(name.as_str().into()));
             }
             emit.push(copy);
         }

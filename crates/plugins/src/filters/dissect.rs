@@ -272,7 +272,7 @@ impl Dissector {
             let f = &self.fields[i];
             match &f.kind {
                 Kind::Skip => {}
-                Kind::Normal(r) => e.set(r, Value::String(value(i).to_owned())),
+                Kind::Normal(r) => e.set(r, Value::String(value(i).into())),
                 Kind::Append(r) => {
                     let v = match e.get(r) {
                         Some(old) => {
@@ -285,7 +285,7 @@ impl Dissector {
                         }
                         None => value(i).to_owned(),
                     };
-                    e.set(r, Value::String(v));
+                    e.set(r, Value::String(v.into()));
                 }
                 Kind::Indirect(r) => {
                     let key = match r.as_ref().and_then(|r| e.get(r)) {
@@ -300,7 +300,7 @@ impl Dissector {
                     };
                     if !key.is_empty() {
                         match FieldRef::parse(&key) {
-                            Ok(r) => e.set(&r, Value::String(value(i).to_owned())),
+                            Ok(r) => e.set(&r, Value::String(value(i).into())),
                             Err(_) => return false,
                         }
                     }
@@ -394,7 +394,7 @@ fn convert(v: &Value, conv: Conversion) -> Option<Value> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Null => return None,
-        other => other.to_display_string(),
+        other => other.to_display_string().into(),
     };
     let f = big_decimal(&text)?;
     Some(match conv {
@@ -421,8 +421,8 @@ impl Filter for Dissect {
             let src = match event.get(&d.source) {
                 None => continue,
                 Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) => String::new(),
-                Some(other) => other.to_display_string(),
+                Some(Value::Null) => String::new().into(),
+                Some(other) => other.to_display_string().into(),
             };
             let ok = !src.is_empty() && d.scan(&src, &mut ranges) && d.save(event, &src, &ranges);
             if ok {

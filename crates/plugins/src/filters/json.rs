@@ -100,7 +100,10 @@ impl Json {
                     None => {
                         e.set_timestamp(Timestamp::now());
                         e.add_tag("_timestampparsefailure");
-                        e.set_field("_@timestamp", Value::String(other.to_display_string()));
+                        e.set_field(
+                            "_@timestamp",
+                            Value::String(other.to_display_string().into()),
+                        );
                     }
                 }
             }

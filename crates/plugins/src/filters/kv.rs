@@ -362,7 +362,7 @@ impl Kv {
             if let Some(t) = self.transform_value {
                 value = t.apply(&value);
             }
-            let mut value = Value::String(value);
+            let mut value = Value::String(value.into());
             if !self.allow_duplicate_values {
                 if let Some(existing) = find(kv, &key) {
                     if already_has(existing, &value) {

@@ -217,7 +217,7 @@ fn leading_number(s: &str, float: bool) -> Value {
 fn convert_scalar(v: &Value, conv: Conversion) -> Option<Value> {
     Some(match (conv, v) {
         (Conversion::String, Value::String(_)) => v.clone(),
-        (Conversion::String, other) => Value::String(other.to_display_string()),
+        (Conversion::String, other) => Value::String(other.to_display_string().into()),
         (Conversion::Boolean, Value::Bool(_)) => v.clone(),
         (Conversion::Boolean, other) => {
             let s = other.to_display_string().to_ascii_lowercase();
@@ -252,14 +252,14 @@ fn convert_scalar(v: &Value, conv: Conversion) -> Option<Value> {
 fn map_strings(v: &mut Value, f: &dyn Fn(&str) -> String) -> bool {
     match v {
         Value::String(s) => {
-            *s = f(s);
+            *s = f(s).into();
             true
         }
         Value::Array(items) => {
             let mut ok = true;
             for i in items {
                 if let Value::String(s) = i {
-                    *s = f(s);
+                    *s = f(s).into();
                 } else {
                     ok = false;
                 }
@@ -288,7 +288,7 @@ impl Mutate {
         for (f, default) in &self.coerce {
             let Some(r) = f.resolve(e) else { continue };
             if matches!(e.get(&r), Some(Value::Null)) {
-                let v = Value::String(default.render(e));
+                let v = Value::String(default.render(e).into());
                 e.set(&r, v);
             }
         }
@@ -311,7 +311,7 @@ impl Mutate {
                 continue;
             };
             if e.get(&r).is_some() {
-                let v = Value::String(t.render(e));
+                let v = Value::String(t.render(e).into());
                 e.set(&r, v);
             }
         }
@@ -319,7 +319,7 @@ impl Mutate {
             let Some(r) = f.resolve(e).map(|r| r.into_owned()) else {
                 continue;
             };
-            let v = Value::String(t.render(e));
+            let v = Value::String(t.render(e).into());
             e.set(&r, v);
         }
         for (f, conv) in &self.convert {
@@ -381,7 +381,9 @@ impl Mutate {
             };
             if let Some(Value::String(s)) = e.get(&r) {
                 let mut parts: Vec<Value> = if sep.is_empty() {
-                    s.chars().map(|c| Value::String(c.to_string())).collect()
+                    s.chars()
+                        .map(|c| Value::String(c.to_string().into()))
+                        .collect()
                 } else {
                     s.split(sep.as_str()).map(Value::from).collect()
                 };
@@ -402,7 +404,7 @@ impl Mutate {
                     .map(Value::to_display_string)
                     .collect::<Vec<_>>()
                     .join(sep);
-                e.set(&r, Value::String(joined));
+                e.set(&r, Value::String(joined.into()));
             }
         }
         for (dst, src) in &self.merge {

@@ -78,7 +78,7 @@ impl Spec {
                 for e in &mut batch[first..] {
                     e.set(&self.sequence_field, Value::Int(sequence as i64));
                     if e.get(&self.host_field).is_none() {
-                        e.set(&self.host_field, Value::String(self.host.clone()));
+                        e.set(&self.host_field, Value::String(self.host.as_str().into()));
                     }
                 }
             }

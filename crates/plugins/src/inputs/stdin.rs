@@ -34,7 +34,7 @@ impl Stdin {
     fn push(&self, ctx: &InputContext, mut events: Vec<Event>) -> bool {
         for e in &mut events {
             if e.get(&self.host_field).is_none() {
-                e.set(&self.host_field, Value::String(self.host.clone()));
+                e.set(&self.host_field, Value::String(self.host.as_str().into()));
             }
         }
         ctx.push(events).is_ok()

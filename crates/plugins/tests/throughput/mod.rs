@@ -28,7 +28,7 @@ pub fn events_per_second(config: &str, field: &str, values: &[String], passes: u
         .iter()
         .map(|v| {
             let mut e = Event::new();
-            e.set_field(field, Value::String(v.clone()));
+            e.set_field(field, Value::String(v.as_str().into()));
             e
         })
         .collect();

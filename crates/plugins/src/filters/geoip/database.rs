@@ -476,12 +476,11 @@ impl Database {
         let text = |s: Option<&str>| s.map(Value::from);
         // Logstash's traits getters are booleans that default to false.
         let flag = |b: Option<bool>| Some(Value::Bool(b.unwrap_or(false)));
-        let ip_text = || Some(Value::String(java_host_address(ip)));
+        let ip_text = || Some(Value::String(java_host_address(ip).into()));
         let network = || {
-            result
-                .network()
-                .ok()
-                .map(|n| Value::String(format!("{}/{}", java_host_address(n.ip()), n.prefix())))
+            result.network().ok().map(|n| {
+                Value::String(format!("{}/{}", java_host_address(n.ip()), n.prefix()).into())
+            })
         };
         match self.kind {
             Kind::City => {
@@ -705,7 +704,9 @@ fn location(lat: Option<f64>, lon: Option<f64>) -> Option<Value> {
 }
 
 fn region_iso_code(country: Option<&str>, subdivision: Option<&str>) -> Option<Value> {
-    Some(Value::String(format!("{}-{}", country?, subdivision?)))
+    Some(Value::String(
+        format!("{}-{}", country?, subdivision?).into(),
+    ))
 }
 
 /// A record of ip-location-db's flat schema.

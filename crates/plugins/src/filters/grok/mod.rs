@@ -128,7 +128,7 @@ impl Grok {
 
 fn convert(text: &str, conversion: Conversion) -> Value {
     match conversion {
-        Conversion::None => Value::String(text.to_owned()),
+        Conversion::None => Value::String(text.into()),
         Conversion::Int => convert::ruby_to_i(text),
         Conversion::Float => convert::ruby_to_f(text),
     }

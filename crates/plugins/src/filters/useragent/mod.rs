@@ -367,7 +367,7 @@ impl Filter for UserAgent {
             Some(hit) => hit.clone(),
             None => {
                 let fresh = parse(&self.rules, ua);
-                self.cache.put(ua.clone(), fresh.clone());
+                self.cache.put(ua.to_string(), fresh.clone());
                 fresh
             }
         };
@@ -376,7 +376,7 @@ impl Filter for UserAgent {
         }
         for (slot, value) in parsed {
             if let Some(path) = &self.paths[slot as usize] {
-                event.set(path, Value::String(value));
+                event.set(path, Value::String(value.into()));
             }
         }
         true

@@ -46,7 +46,7 @@ fn batch(cfg: &Settings, codec: &mut dyn Codec, rx: Receiver<Message>, ctx: &Inp
             let start = events.len();
             codec.decode(&payload, &mut events);
             for e in &mut events[start..] {
-                e.set(&channel_field, Value::String(channel.clone()));
+                e.set(&channel_field, Value::String(channel.as_str().into()));
             }
             n += 1;
             // At shutdown take everything already received.
