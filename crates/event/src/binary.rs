@@ -39,7 +39,7 @@
 //!   are varints.
 //! - **zigzag varint**: a signed 64-bit `n` is written as the varint of
 //!   `(n << 1) ^ (n >> 63)` (arithmetic shift), so 0, -1, 1, -2, ... become 0, 1, 2, 3, ...
-//! - **map keys** are strictly ascending in byte order (the order of `BTreeMap<String, _>`),
+//! - **map keys** are strictly ascending in byte order (the order [`crate::Map`] keeps them in),
 //!   hence unique.
 //! - **nesting**: an Array or Object directly inside the fields or metadata map is at depth
 //!   1, a container inside that one at depth 2, and so on; depth never exceeds
