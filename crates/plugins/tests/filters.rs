@@ -3,26 +3,9 @@
 
 mod common;
 
+use common::{get, one, run, v};
+
 use serde_json::json;
-use sluice_event::{Event, FieldRef, Value};
-
-fn run(config: &str, input: serde_json::Value) -> Vec<Event> {
-    common::run_filters(config, &[input]).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn one(config: &str, input: serde_json::Value) -> Event {
-    let mut out = run(config, input);
-    assert_eq!(out.len(), 1, "expected one event");
-    out.remove(0)
-}
-
-fn get(e: &Event, field: &str) -> Option<Value> {
-    e.get(&FieldRef::parse(field).unwrap()).cloned()
-}
-
-fn v(j: serde_json::Value) -> Option<Value> {
-    Some(Value::from(j))
-}
 
 #[test]
 fn mutate_rename_replace_update_coerce() {

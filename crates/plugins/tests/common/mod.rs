@@ -1,4 +1,5 @@
-//! Shared test support: finding `../shared` (Logstash's behaviour as data) at run time.
+//! Shared test support: finding `../shared` (Logstash's behaviour as data) at run time, and
+//! running events through a config's filters.
 
 use std::path::PathBuf;
 
@@ -47,4 +48,31 @@ pub fn run_filters(
     chain.run(&mut events);
     events.retain(|e| !e.is_cancelled());
     Ok(events)
+}
+
+/// Runs one event through a config's filters; panics if the config does not build.
+#[allow(dead_code)]
+pub fn run(config: &str, input: serde_json::Value) -> Vec<sluice_event::Event> {
+    run_filters(config, &[input]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs one event through a config's filters and expects exactly one event back.
+#[allow(dead_code)]
+pub fn one(config: &str, input: serde_json::Value) -> sluice_event::Event {
+    let mut out = run(config, input);
+    assert_eq!(out.len(), 1, "expected one event");
+    out.remove(0)
+}
+
+/// The value at a field reference.
+#[allow(dead_code)]
+pub fn get(e: &sluice_event::Event, field: &str) -> Option<sluice_event::Value> {
+    e.get(&sluice_event::FieldRef::parse(field).unwrap())
+        .cloned()
+}
+
+/// A JSON value as the event value it should equal.
+#[allow(dead_code)]
+pub fn v(j: serde_json::Value) -> Option<sluice_event::Value> {
+    Some(sluice_event::Value::from(j))
 }
