@@ -168,6 +168,13 @@ impl Conn {
     }
 }
 
+/// `LPOP key n` (with `command_map`'s name): up to `n` values at once, Redis ≥ 6.2.
+fn lpop(cfg: &Settings, n: usize) -> redis::Cmd {
+    let mut cmd = redis::cmd(cfg.commands.name("lpop"));
+    cmd.arg(&cfg.key).arg(n);
+    cmd
+}
+
 /// The bulk strings of a reply (`nil` → none; `BLPOP`'s `[key, value]` is the caller's job).
 fn bulks(v: Value) -> Vec<Vec<u8>> {
     match v {
@@ -407,13 +414,9 @@ impl<'a> ListThread<'a> {
                 backoff.reset();
             }
         }
-        match self.take_ahead() {
-            Ok(Some(items)) if !items.is_empty() => self.give_back(items),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(
-                error = %e,
-                "redis input: stopping; the reply to the last LPOP was lost with the connection (its events, if any, are lost)"
-            ),
+        let ahead = self.take_ahead_at_stop();
+        if !ahead.is_empty() {
+            self.give_back(ahead);
         }
         if self.pushed {
             if let Some(c) = self.conn.as_mut() {
@@ -489,13 +492,23 @@ impl<'a> ListThread<'a> {
         if self.consumer.is_some() || !conn.lpop_count {
             return Ok(());
         }
-        let cmd = redis::cmd(self.cfg.commands.name("lpop"))
-            .arg(&self.cfg.key)
-            .arg(self.cfg.batch_count)
-            .get_packed_command();
-        conn.con.send_packed_command(&cmd)?;
+        conn.con
+            .send_packed_command(&lpop(self.cfg, self.cfg.batch_count).get_packed_command())?;
         self.ahead = true;
         Ok(())
+    }
+
+    /// At shutdown: the values of the `LPOP` sent ahead (none if none was pending, or if its
+    /// reply went with the connection, which is logged).
+    fn take_ahead_at_stop(&mut self) -> Vec<Vec<u8>> {
+        self.take_ahead().unwrap_or_else(|e| {
+            tracing::warn!(
+                error = %e,
+                "redis input: stopping; the reply to the last LPOP was lost with the connection (its events, if any, are lost)"
+            );
+            None
+        })
+        .unwrap_or_default()
     }
 
     /// The values of the `LPOP` sent ahead, if one is pending.
@@ -521,14 +534,7 @@ impl<'a> ListThread<'a> {
         if ctx.push(events).is_err() {
             // The values of an LPOP sent ahead follow these in the list's order.
             let mut items = items;
-            match self.take_ahead() {
-                Ok(Some(more)) => items.extend(more),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    error = %e,
-                    "redis input: stopping; the reply to the last LPOP was lost with the connection (its events, if any, are lost)"
-                ),
-            }
+            items.extend(self.take_ahead_at_stop());
             self.give_back(items);
             return Ok(Step::Stop);
         }
@@ -583,10 +589,7 @@ impl<'a> ListThread<'a> {
             return Ok(bulks(v));
         }
         if conn.lpop_count {
-            let v: Value = redis::cmd(cfg.commands.name("lpop"))
-                .arg(&cfg.key)
-                .arg(n)
-                .query(&mut conn.con)?;
+            let v: Value = lpop(cfg, n).query(&mut conn.con)?;
             return Ok(bulks(v));
         }
         let v = conn.eval(cfg, &self.scripts, 0, &[&cfg.key], &[&count])?;
