@@ -3,7 +3,7 @@
 
 use crate::fieldref::{self, FieldRef};
 use crate::timestamp::Timestamp;
-use crate::value::{Key, Map, Value};
+use crate::value::{Key, Map, Str, Value};
 
 pub const TIMESTAMP: &str = "@timestamp";
 pub const VERSION: &str = "@version";
@@ -51,10 +51,10 @@ impl Event {
     }
 
     /// An event with `message` set.
-    pub fn with_message(message: impl Into<String>) -> Event {
+    pub fn with_message(message: impl Into<Str>) -> Event {
         let mut e = Event::new();
         e.fields
-            .insert(Key::from("message"), Value::String(message.into().into()));
+            .insert(Key::from("message"), Value::String(message.into()));
         e
     }
 
@@ -69,8 +69,8 @@ impl Event {
         };
         // `@timestamp` is fixed where it lies: parsed if a string, moved aside if unusable.
         let mut failed = None;
-        match fields.get_mut(TIMESTAMP) {
-            Some(Value::Timestamp(_)) => {}
+        let stamped = match fields.get_mut(TIMESTAMP) {
+            Some(Value::Timestamp(_)) => true,
             Some(v) => {
                 let parsed = match v {
                     Value::String(s) => Timestamp::parse_iso8601(s),
@@ -80,10 +80,11 @@ impl Event {
                     Some(t) => *v = Value::Timestamp(t),
                     None => failed = fields.remove(TIMESTAMP),
                 }
+                parsed.is_some()
             }
-            None => {}
-        }
-        if failed.is_some() || !fields.contains_key(TIMESTAMP) {
+            None => false,
+        };
+        if !stamped {
             fields.insert(Key::from(TIMESTAMP), Value::Timestamp(Timestamp::now()));
         }
         fields
