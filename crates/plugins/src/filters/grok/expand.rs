@@ -326,18 +326,9 @@ mod tests {
     /// Arbitrary pattern text never panics the expander.
     #[test]
     fn arbitrary_text_does_not_panic() {
-        let alphabet: Vec<char> = r"%{}:=\[]WORDINTPAx@.-é ".chars().collect();
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        for _ in 0..20_000 {
-            let len = (seed % 24) as usize;
-            let text: String = (0..len)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    alphabet[(seed % alphabet.len() as u64) as usize]
-                })
-                .collect();
+        let texts =
+            super::super::random_texts(r"%{}:=\[]WORDINTPAx@.-é ", 0x2545_f491_4f6c_dd1d, 20_000);
+        for (text, seed) in texts {
             let _ = run(&text, &[("A", "%{A}x")], seed.is_multiple_of(2));
         }
     }

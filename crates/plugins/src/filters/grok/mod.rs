@@ -493,6 +493,29 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     Ok(Box::new(Grok::new(Arc::new(cfg))))
 }
 
+/// Test input: `count` pseudo-random texts of up to 23 characters from `alphabet` (xorshift
+/// from `seed`), each with the generator's state after it, for tests that want one more bit.
+#[cfg(test)]
+fn random_texts(
+    alphabet: &str,
+    mut seed: u64,
+    count: usize,
+) -> impl Iterator<Item = (String, u64)> {
+    let alphabet: Vec<char> = alphabet.chars().collect();
+    (0..count).map(move |_| {
+        let len = (seed % 24) as usize;
+        let text = (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                alphabet[(seed % alphabet.len() as u64) as usize]
+            })
+            .collect();
+        (text, seed)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

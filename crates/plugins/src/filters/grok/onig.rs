@@ -454,18 +454,8 @@ mod tests {
     /// Arbitrary pattern text never panics the translator (PCRE2 may still reject it).
     #[test]
     fn arbitrary_text_does_not_panic() {
-        let alphabet: Vec<char> = r"()[]{}<>?*+\|^$.:=!'#,-amhuHkgPx0123é ".chars().collect();
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        for _ in 0..20_000 {
-            let len = (seed % 24) as usize;
-            let text: String = (0..len)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    alphabet[(seed % alphabet.len() as u64) as usize]
-                })
-                .collect();
+        let alphabet = r"()[]{}<>?*+\|^$.:=!'#,-amhuHkgPx0123é ";
+        for (text, _) in super::super::random_texts(alphabet, 0x9e37_79b9_7f4a_7c15, 20_000) {
             let out = translate(&text);
             let _ = pcre2::bytes::RegexBuilder::new()
                 .utf(true)
