@@ -21,7 +21,7 @@ pub struct NodeIdentity {
 
 impl NodeIdentity {
     pub fn new(name: Option<String>, path_data: Option<&Path>) -> NodeIdentity {
-        let host = hostname();
+        let host = sluice_pipeline::hostname();
         NodeIdentity {
             name: name.unwrap_or_else(|| host.clone()),
             host,
@@ -32,15 +32,6 @@ impl NodeIdentity {
             started_at: SystemTime::now(),
         }
     }
-}
-
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// A random (version 4) UUID.

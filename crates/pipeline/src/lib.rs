@@ -22,3 +22,14 @@ pub use options::{ConfigError, Options, PluginKind};
 pub use plugin::{Codec, Filter, Input, InputContext, Output, OutputError, Stopped};
 pub use registry::Registry;
 pub use runtime::{PipelineSettings, RunningPipeline};
+
+/// This machine's host name: for inputs that record where an event was read, and for the
+/// monitoring API's node info.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_owned())
+}

@@ -28,13 +28,3 @@ impl Ecs {
         self != Ecs::Disabled
     }
 }
-
-/// This machine's host name, for inputs that record where an event was read.
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".to_owned())
-}

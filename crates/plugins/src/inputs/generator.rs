@@ -6,7 +6,8 @@
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
-use crate::ecs::{hostname, Ecs};
+use crate::ecs::Ecs;
+use sluice_pipeline::hostname;
 
 pub struct Generator {
     spec: Spec,

@@ -7,7 +7,8 @@ use std::io::Read;
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
-use crate::ecs::{hostname, Ecs};
+use crate::ecs::Ecs;
+use sluice_pipeline::hostname;
 
 pub struct Stdin {
     codec: Box<dyn Codec>,

@@ -205,7 +205,7 @@ impl Consumer {
     pub fn new(cfg: &Settings) -> Consumer {
         let id = format!(
             "{}:{}:{:08x}",
-            crate::ecs::hostname(),
+            sluice_pipeline::hostname(),
             std::process::id(),
             random_u64() as u32
         );
