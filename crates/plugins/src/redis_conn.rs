@@ -81,6 +81,20 @@ pub struct ConnConfig {
     pub timeout: Duration,
 }
 
+/// Reads `key` (required, not empty) and `port` (default 6379), common to input and output.
+pub fn key_and_port(opts: &mut Options) -> Result<(String, u16), ConfigError> {
+    let key = opts.required_string("key")?;
+    if key.is_empty() {
+        return Err(opts.error("key", "must not be empty"));
+    }
+    let port = opts.int("port")?.unwrap_or(6379);
+    let port = u16::try_from(port)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| opts.error("port", format!("{port} is not a TCP port")))?;
+    Ok((key, port))
+}
+
 impl ConnConfig {
     /// Reads `password`, `db`, `timeout` and the TLS options.
     pub fn from_options(opts: &mut Options) -> Result<ConnConfig, ConfigError> {

@@ -29,8 +29,8 @@ use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError};
 
 use crate::redis_conn::{
-    connect, is_connection_error, parse_host, random_u64, Backoff, CommandMap, ConnConfig,
-    Endpoint, Outage,
+    connect, is_connection_error, key_and_port, parse_host, random_u64, Backoff, CommandMap,
+    ConnConfig, Endpoint, Outage,
 };
 
 pub struct RedisOutput {
@@ -81,15 +81,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
             "missing required setting \"data_type\" for output plugin \"redis\" (list or channel)",
         )),
     };
-    let key = opts.required_string("key")?;
-    if key.is_empty() {
-        return Err(opts.error("key", "must not be empty"));
-    }
-    let port = opts.int("port")?.unwrap_or(6379);
-    let port = u16::try_from(port)
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(|| opts.error("port", format!("{port} is not a TCP port")))?;
+    let (key, port) = key_and_port(opts)?;
     let host_list = opts
         .string_list("host")?
         .unwrap_or_else(|| vec!["127.0.0.1".to_owned()]);

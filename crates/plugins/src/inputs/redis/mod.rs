@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
-use crate::redis_conn::{parse_host, CommandMap, ConnConfig, Endpoint, Outage};
+use crate::redis_conn::{key_and_port, parse_host, CommandMap, ConnConfig, Endpoint, Outage};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataType {
@@ -92,15 +92,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             ))
         }
     };
-    let key = opts.required_string("key")?;
-    if key.is_empty() {
-        return Err(opts.error("key", "must not be empty"));
-    }
-    let port = opts.int("port")?.unwrap_or(6379);
-    let port = u16::try_from(port)
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(|| opts.error("port", format!("{port} is not a TCP port")))?;
+    let (key, port) = key_and_port(opts)?;
     let host = opts.string_or("host", "127.0.0.1")?;
     let endpoint = match opts.string("path")? {
         Some(p) => {
