@@ -40,16 +40,7 @@ impl Transform {
         match self {
             Transform::Lower => s.to_lowercase(),
             Transform::Upper => s.to_uppercase(),
-            Transform::Capitalize => {
-                let mut c = s.chars();
-                match c.next() {
-                    Some(first) => first
-                        .to_uppercase()
-                        .chain(c.flat_map(char::to_lowercase))
-                        .collect(),
-                    None => String::new(),
-                }
-            }
+            Transform::Capitalize => super::mutate::capitalize(s),
         }
     }
 }

@@ -271,7 +271,8 @@ fn map_strings(v: &mut Value, f: &dyn Fn(&str) -> String) -> bool {
     }
 }
 
-fn capitalize(s: &str) -> String {
+/// First character upper case, the rest lower case (Ruby's `String#capitalize`).
+pub(crate) fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(first) => first
