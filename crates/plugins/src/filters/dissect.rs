@@ -119,6 +119,17 @@ impl Dissector {
                 greedy: false,
             })
             .collect();
+        // After a `+` or `&` prefix: the name and suffix, which must have a name.
+        let prefixed_name = |rest: &str| -> Result<(String, String), String> {
+            if rest.is_empty() {
+                return Err("field cannot be a prefix on its own without further text".into());
+            }
+            let (n, s) = name_and_suffix(rest, &suffix_re, &suffix_only_re);
+            if n.is_empty() {
+                return Err("field cannot be a prefix and a suffix without a name section".into());
+            }
+            Ok((n, s))
+        };
         let mut fields = Vec::with_capacity(raw.len());
         for (i, (_, text)) in raw.iter().enumerate() {
             let next = (i + 1 < raw.len()).then_some(i + 1);
@@ -135,26 +146,10 @@ impl Dissector {
                     &text[..2]
                 ));
             } else if let Some(rest) = text.strip_prefix('+') {
-                if rest.is_empty() {
-                    return Err("field cannot be a prefix on its own without further text".into());
-                }
-                let (n, s) = name_and_suffix(rest, &suffix_re, &suffix_only_re);
-                if n.is_empty() {
-                    return Err(
-                        "field cannot be a prefix and a suffix without a name section".into(),
-                    );
-                }
+                let (n, s) = prefixed_name(rest)?;
                 (Kind::Append(parse_ref(&n)?), n, s)
             } else if let Some(rest) = text.strip_prefix('&') {
-                if rest.is_empty() {
-                    return Err("field cannot be a prefix on its own without further text".into());
-                }
-                let (n, s) = name_and_suffix(rest, &suffix_re, &suffix_only_re);
-                if n.is_empty() {
-                    return Err(
-                        "field cannot be a prefix and a suffix without a name section".into(),
-                    );
-                }
+                let (n, s) = prefixed_name(rest)?;
                 (Kind::Indirect(FieldRef::parse(&n).ok()), n, s)
             } else {
                 let (n, s) = name_and_suffix(text, &suffix_re, &suffix_only_re);
