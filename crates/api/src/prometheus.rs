@@ -287,6 +287,15 @@ fn pipeline(e: &mut Exposition, id: &str, p: &Value) {
             e.add(name, "gauge", help, &ql, v);
         }
     }
+    if let Some(v) = f(&q["lost_events"]) {
+        e.add(
+            "sluice_pipeline_queue_lost_events_total",
+            "counter",
+            "Events the persisted queue lost to damaged or missing files since start.",
+            &ql,
+            v,
+        );
+    }
     for (k, help) in [
         ("successes", "Successful reloads of this pipeline."),
         ("failures", "Failed reloads of this pipeline."),

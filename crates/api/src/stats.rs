@@ -7,7 +7,9 @@
 //! more than the work), plugin-specific counters such as grok's `matches`/`failures`, and
 //! `batch` (Logstash's optional batch-size histograms, `pipeline.batch.metrics.*`).
 //! Sluice adds `queue.unacked_events` for persisted queues (events taken by workers and not
-//! yet acked, plus unread ones), and `process.mem.resident_in_bytes`.
+//! yet acked, plus unread ones), `queue.lost_events` (events lost to damaged or missing queue
+//! files since start: every one of them is also logged with its sequence numbers), and
+//! `process.mem.resident_in_bytes`.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -430,6 +432,7 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
         let extra = json!({
             "events": q.unread_events,
             "unacked_events": q.unacked_events,
+            "lost_events": q.lost_events,
             "capacity": {
                 "max_queue_size_in_bytes": q.max_size_in_bytes,
                 "max_unread_events": q.max_unread_events,

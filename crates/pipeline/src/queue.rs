@@ -47,6 +47,8 @@ pub struct QueueFigures {
     pub page_capacity_in_bytes: u64,
     /// The queue's directory (persisted queues).
     pub path: Option<std::path::PathBuf>,
+    /// Events lost to damaged or missing queue files since start (persisted queues).
+    pub lost_events: u64,
 }
 
 pub trait EventQueue: Send + Sync {
@@ -214,8 +216,17 @@ pub struct PersistedEventQueue {
 impl PersistedEventQueue {
     /// Opens (recovering) the queue in `dir`, taking its lock file.
     pub fn open(dir: &std::path::Path, cfg: sluice_queue::QueueConfig) -> Result<Self, QueueError> {
-        let lock = sluice_queue::lock_dir(dir)?;
-        let storage = Arc::new(sluice_queue::FsStorage::new(dir)?);
+        let io = |action: &str| {
+            let (location, action) = (dir.display().to_string(), action.to_owned());
+            move |e| QueueError::Storage {
+                location,
+                source: sluice_queue::StorageError::new(action, e),
+            }
+        };
+        let lock = sluice_queue::lock_dir(dir).map_err(io("locking the queue directory"))?;
+        let storage = Arc::new(
+            sluice_queue::FsStorage::new(dir).map_err(io("creating the queue directory"))?,
+        );
         let max_record = cfg.page_capacity as usize - sluice_queue::format::PAGE_HEADER_LEN;
         let queue = PersistedQueue::open(storage, cfg)?;
         Ok(PersistedEventQueue {
@@ -293,6 +304,15 @@ impl EventQueue for PersistedEventQueue {
 
     fn shutdown(&self) {
         self.queue.shutdown();
+        let left = self.queue.stats().unacked_events;
+        if left > 0 {
+            tracing::warn!(
+                queue = %self.dir.display(),
+                events = left,
+                "{left} event(s) stay in the persisted queue at {}; the next start processes them (or set queue.drain: true to process everything before stopping)",
+                self.dir.display()
+            );
+        }
         // The directory is free for the next owner (a reloaded pipeline) from here on.
         self.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
@@ -313,6 +333,7 @@ impl EventQueue for PersistedEventQueue {
             max_unread_events: cfg.max_events,
             page_capacity_in_bytes: cfg.page_capacity,
             path: Some(self.dir.clone()),
+            lost_events: st.lost_events,
         }
     }
 }

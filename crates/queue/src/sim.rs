@@ -1,113 +1,203 @@
-//! A simulated storage for tests: files in memory that remember which writes were synced, so
-//! a test can "pull the plug" and see what would survive, tear the last write, make syncs
-//! fail or the disk fill up.
+//! A simulated storage for tests: a directory in memory that remembers what was synced, so a
+//! test can "pull the plug" and see what would survive, make syncs fail, or fill the disk.
 //!
-//! Model: each page keeps its durable bytes and the list of writes since its last sync.
-//! [`SimStorage::power_loss`] keeps, per page, a prefix of those writes (the last one kept
-//! possibly torn to a prefix of its bytes) and drops the rest. Page creation, checkpoint
-//! replacement and removal are durable when they return, as `FsStorage` guarantees.
+//! Model: each file keeps its durable bytes and the operations (writes, length changes) since
+//! its last sync; the directory keeps its durable entries and the creates, removes and renames
+//! since its last `sync_dir`. [`SimStorage::power_loss`] keeps a prefix of each list (the last
+//! write kept possibly torn to a prefix of its bytes) and drops the rest: a torn
+//! `checkpoint.tmp`, a lost rename, a page whose directory entry never reached the disk.
+//! Space: with a limit set, growing a file takes space (a write past the end is cut where the
+//! space ends, then fails with "no space"), removing or shrinking one gives it back, and
+//! overwriting bytes within a file takes none.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::storage::{PageFile, Storage};
+use crate::storage::{QueueFile, Storage};
+
+#[derive(Clone)]
+enum FileOp {
+    Write(u64, Vec<u8>),
+    SetLen(u64),
+}
 
 #[derive(Default)]
-struct SimFile {
+struct Content {
     durable: Vec<u8>,
-    pending: Vec<(u64, Vec<u8>)>,
+    pending: Vec<FileOp>,
     /// durable + pending, what reads see.
     current: Vec<u8>,
 }
 
-fn apply(buf: &mut Vec<u8>, offset: u64, data: &[u8]) {
-    let end = offset as usize + data.len();
-    if buf.len() < end {
-        buf.resize(end, 0);
+fn apply(buf: &mut Vec<u8>, op: &FileOp) {
+    match op {
+        FileOp::Write(offset, data) => {
+            let end = *offset as usize + data.len();
+            if buf.len() < end {
+                buf.resize(end, 0);
+            }
+            buf[*offset as usize..end].copy_from_slice(data);
+        }
+        FileOp::SetLen(len) => buf.resize(*len as usize, 0),
     }
-    buf[offset as usize..end].copy_from_slice(data);
 }
 
 #[derive(Default)]
 struct Faults {
-    /// Bytes of page writes allowed before writes fail with "no space" (None: unlimited).
+    /// Bytes files may still grow by (None: unlimited).
     space_left: Mutex<Option<u64>>,
     fail_sync: AtomicBool,
+    /// How long a file sync takes, in microseconds (a disk's fsync latency).
+    sync_micros: AtomicU64,
     writes: AtomicU64,
+    file_syncs: AtomicU64,
+    dir_syncs: AtomicU64,
 }
 
-struct SimPage {
-    file: Mutex<SimFile>,
+impl Faults {
+    /// Takes space for growing a file from `from` to `to` bytes; returns how many of the
+    /// wanted bytes fit.
+    fn grow(&self, from: u64, to: u64) -> u64 {
+        let mut space = self.space_left.lock().unwrap();
+        let want = to.saturating_sub(from);
+        match space.as_mut() {
+            None => want,
+            Some(left) => {
+                let got = want.min(*left);
+                *left -= got;
+                got
+            }
+        }
+    }
+
+    fn give_back(&self, bytes: u64) {
+        if let Some(left) = self.space_left.lock().unwrap().as_mut() {
+            *left += bytes;
+        }
+    }
+}
+
+fn no_space() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::StorageFull,
+        "No space left on device (simulated)",
+    )
+}
+
+struct SimFile {
+    content: Mutex<Content>,
     faults: Arc<Faults>,
 }
 
-impl PageFile for SimPage {
+impl QueueFile for SimFile {
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        {
-            let mut space = self.faults.space_left.lock().unwrap();
-            if let Some(left) = space.as_mut() {
-                if (data.len() as u64) > *left {
-                    return Err(io::Error::new(
-                        io::ErrorKind::StorageFull,
-                        "No space left on device (simulated)",
-                    ));
-                }
-                *left -= data.len() as u64;
-            }
+        let mut c = self.content.lock().unwrap();
+        let len = c.current.len() as u64;
+        let end = offset + data.len() as u64;
+        let grown = self.faults.grow(len, end);
+        let n = (len + grown).min(end).saturating_sub(offset) as usize;
+        if n > 0 {
+            let op = FileOp::Write(offset, data[..n].to_vec());
+            apply(&mut c.current, &op);
+            c.pending.push(op);
         }
         self.faults.writes.fetch_add(1, Ordering::SeqCst);
-        let mut f = self.file.lock().unwrap();
-        f.pending.push((offset, data.to_vec()));
-        apply(&mut f.current, offset, data);
+        if n < data.len() {
+            return Err(no_space());
+        }
         Ok(())
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let f = self.file.lock().unwrap();
-        let start = (offset as usize).min(f.current.len());
-        let n = buf.len().min(f.current.len() - start);
-        buf[..n].copy_from_slice(&f.current[start..start + n]);
+        let c = self.content.lock().unwrap();
+        let start = (offset as usize).min(c.current.len());
+        let n = buf.len().min(c.current.len() - start);
+        buf[..n].copy_from_slice(&c.current[start..start + n]);
         Ok(n)
     }
 
     fn sync(&self) -> io::Result<()> {
+        self.faults.file_syncs.fetch_add(1, Ordering::SeqCst);
+        let micros = self.faults.sync_micros.load(Ordering::Relaxed);
+        if micros > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(micros));
+        }
         if self.faults.fail_sync.load(Ordering::SeqCst) {
             return Err(io::Error::other("fsync failed (simulated)"));
         }
-        let mut f = self.file.lock().unwrap();
-        f.durable = f.current.clone();
-        f.pending.clear();
+        let mut c = self.content.lock().unwrap();
+        c.durable = c.current.clone();
+        c.pending.clear();
         Ok(())
     }
 
     fn len(&self) -> io::Result<u64> {
-        Ok(self.file.lock().unwrap().current.len() as u64)
+        Ok(self.content.lock().unwrap().current.len() as u64)
     }
 
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        let mut f = self.file.lock().unwrap();
-        f.current.truncate(len as usize);
-        f.durable = f.current.clone();
-        f.pending.clear();
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let mut c = self.content.lock().unwrap();
+        let cur = c.current.len() as u64;
+        if len > cur && self.faults.grow(cur, len) < len - cur {
+            return Err(no_space());
+        }
+        if len < cur {
+            self.faults.give_back(cur - len);
+        }
+        let op = FileOp::SetLen(len);
+        apply(&mut c.current, &op);
+        c.pending.push(op);
         Ok(())
     }
 }
 
+#[derive(Clone)]
+enum DirOp {
+    Create(String, Arc<SimFile>),
+    Remove(String),
+    Rename(String, String),
+}
+
+type Entries = BTreeMap<String, Arc<SimFile>>;
+
+fn apply_dir(entries: &mut Entries, op: &DirOp) {
+    match op {
+        DirOp::Create(name, f) => {
+            entries.insert(name.clone(), Arc::clone(f));
+        }
+        DirOp::Remove(name) => {
+            entries.remove(name);
+        }
+        DirOp::Rename(from, to) => {
+            if let Some(f) = entries.remove(from) {
+                entries.insert(to.clone(), f);
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Dir {
+    durable: Entries,
+    pending: Vec<DirOp>,
+    current: Entries,
+}
+
 #[derive(Clone, Default)]
 pub struct SimStorage {
-    pages: Arc<Mutex<BTreeMap<u64, Arc<SimPage>>>>,
-    checkpoint: Arc<Mutex<Option<Vec<u8>>>>,
+    dir: Arc<Mutex<Dir>>,
     faults: Arc<Faults>,
 }
 
-/// How much of the unsynced writes survive a simulated power loss, per page.
+/// How much of what was not synced survives a simulated power loss.
 #[derive(Debug, Clone, Copy)]
 pub struct Survival {
-    /// Fraction (0..=1) of each page's pending writes kept, in order.
+    /// Fraction (0..=1) of each file's unsynced operations kept, in order, and of the
+    /// directory's unsynced changes.
     pub keep_fraction: f64,
-    /// Bytes of the next pending write kept after those (a torn write).
+    /// Bytes of the next unsynced write kept after those (a torn write).
     pub torn_bytes: usize,
 }
 
@@ -116,18 +206,35 @@ impl SimStorage {
         SimStorage::default()
     }
 
-    /// From now on page writes fail with "no space" once `bytes` more have been written.
+    /// From now on files can grow by `bytes` more in all (None: unlimited).
     pub fn set_space_left(&self, bytes: Option<u64>) {
         *self.faults.space_left.lock().unwrap() = bytes;
+    }
+
+    /// Makes every file sync take this long, as a disk's fsync does.
+    pub fn set_sync_latency(&self, latency: std::time::Duration) {
+        self.faults
+            .sync_micros
+            .store(latency.as_micros() as u64, Ordering::Relaxed);
     }
 
     pub fn set_fail_sync(&self, fail: bool) {
         self.faults.fail_sync.store(fail, Ordering::SeqCst);
     }
 
-    /// Number of page writes so far.
+    /// Number of file writes so far.
     pub fn writes(&self) -> u64 {
         self.faults.writes.load(Ordering::SeqCst)
+    }
+
+    /// Number of file syncs so far (the page and checkpoint fsyncs).
+    pub fn file_syncs(&self) -> u64 {
+        self.faults.file_syncs.load(Ordering::SeqCst)
+    }
+
+    /// Number of directory syncs so far.
+    pub fn dir_syncs(&self) -> u64 {
+        self.faults.dir_syncs.load(Ordering::SeqCst)
     }
 
     /// The storage as a killed process leaves it: every write kept (the page cache survives).
@@ -138,116 +245,229 @@ impl SimStorage {
         })
     }
 
-    /// The storage as a power loss leaves it: synced data, plus part of the rest.
+    /// The storage as a power loss leaves it: what was synced, plus part of the rest.
     pub fn power_loss(&self, s: Survival) -> SimStorage {
-        let pages = self.pages.lock().unwrap();
-        let mut out = BTreeMap::new();
+        let keep = |n: usize| ((n as f64) * s.keep_fraction).floor() as usize;
+        let dir = self.dir.lock().unwrap();
+        let mut entries = dir.durable.clone();
+        for op in &dir.pending[..keep(dir.pending.len())] {
+            apply_dir(&mut entries, op);
+        }
         let faults = Arc::new(Faults::default());
-        for (&num, page) in pages.iter() {
-            let f = page.file.lock().unwrap();
-            let mut data = f.durable.clone();
-            let keep = ((f.pending.len() as f64) * s.keep_fraction).floor() as usize;
-            for (off, bytes) in &f.pending[..keep] {
-                apply(&mut data, *off, bytes);
-            }
-            if let Some((off, bytes)) = f.pending.get(keep) {
-                let n = s.torn_bytes.min(bytes.len());
-                apply(&mut data, *off, &bytes[..n]);
-            }
-            let file = SimFile {
-                durable: data.clone(),
-                pending: Vec::new(),
-                current: data,
+        // One new file per old one, even where two names led to it.
+        let mut made: Vec<(*const SimFile, Arc<SimFile>)> = Vec::new();
+        let mut out = Entries::new();
+        for (name, old) in entries {
+            let ptr = Arc::as_ptr(&old);
+            let file = match made.iter().find(|(p, _)| *p == ptr) {
+                Some((_, f)) => Arc::clone(f),
+                None => {
+                    let c = old.content.lock().unwrap();
+                    let mut data = c.durable.clone();
+                    let kept = keep(c.pending.len());
+                    for op in &c.pending[..kept] {
+                        apply(&mut data, op);
+                    }
+                    if let Some(FileOp::Write(off, bytes)) = c.pending.get(kept) {
+                        let n = s.torn_bytes.min(bytes.len());
+                        if n > 0 {
+                            apply(&mut data, &FileOp::Write(*off, bytes[..n].to_vec()));
+                        }
+                    }
+                    let f = Arc::new(SimFile {
+                        content: Mutex::new(Content {
+                            durable: data.clone(),
+                            pending: Vec::new(),
+                            current: data,
+                        }),
+                        faults: Arc::clone(&faults),
+                    });
+                    made.push((ptr, Arc::clone(&f)));
+                    f
+                }
             };
-            out.insert(
-                num,
-                Arc::new(SimPage {
-                    file: Mutex::new(file),
-                    faults: Arc::clone(&faults),
-                }),
-            );
+            out.insert(name, file);
         }
         SimStorage {
-            pages: Arc::new(Mutex::new(out)),
-            checkpoint: Arc::new(Mutex::new(self.checkpoint.lock().unwrap().clone())),
+            dir: Arc::new(Mutex::new(Dir {
+                durable: out.clone(),
+                pending: Vec::new(),
+                current: out,
+            })),
             faults,
         }
     }
 
-    /// Number of page files.
-    pub fn list_pages_for_test(&self) -> usize {
-        self.pages.lock().unwrap().len()
+    /// The names of the files present.
+    pub fn names(&self) -> Vec<String> {
+        self.dir.lock().unwrap().current.keys().cloned().collect()
     }
 
-    /// Raw access for corruption tests: the page's current bytes.
-    pub fn page_bytes(&self, num: u64) -> Option<Vec<u8>> {
-        self.pages
-            .lock()
-            .unwrap()
-            .get(&num)
-            .map(|p| p.file.lock().unwrap().current.clone())
+    fn file(&self, name: &str) -> Option<Arc<SimFile>> {
+        self.dir.lock().unwrap().current.get(name).cloned()
     }
 
-    /// Overwrites bytes of a page, durably (corruption tests).
-    pub fn corrupt(&self, num: u64, offset: u64, data: &[u8]) {
-        let pages = self.pages.lock().unwrap();
-        let mut f = pages[&num].file.lock().unwrap();
-        apply(&mut f.current, offset, data);
-        f.durable = f.current.clone();
+    /// A file's current bytes (corruption tests).
+    pub fn file_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        self.file(name)
+            .map(|f| f.content.lock().unwrap().current.clone())
+    }
+
+    /// Overwrites bytes of a file, durably (corruption tests).
+    pub fn corrupt(&self, name: &str, offset: u64, data: &[u8]) {
+        self.replace_bytes(name, |b| {
+            apply(b, &FileOp::Write(offset, data.to_vec()));
+        });
+    }
+
+    /// Cuts a file to `len` bytes, durably (corruption tests).
+    pub fn cut(&self, name: &str, len: u64) {
+        self.replace_bytes(name, |b| b.truncate(len as usize));
+    }
+
+    fn replace_bytes(&self, name: &str, f: impl FnOnce(&mut Vec<u8>)) {
+        let file = self.file(name).unwrap_or_else(|| panic!("no file {name}"));
+        let mut c = file.content.lock().unwrap();
+        f(&mut c.current);
+        c.durable = c.current.clone();
+        c.pending.clear();
+    }
+
+    /// Removes a file, durably (corruption tests).
+    pub fn delete(&self, name: &str) {
+        let mut d = self.dir.lock().unwrap();
+        d.current.remove(name);
+        d.durable.remove(name);
+    }
+
+    /// Creates (or replaces) a file with these bytes, durably (corruption tests).
+    pub fn put(&self, name: &str, bytes: &[u8]) {
+        let file = Arc::new(SimFile {
+            content: Mutex::new(Content {
+                durable: bytes.to_vec(),
+                pending: Vec::new(),
+                current: bytes.to_vec(),
+            }),
+            faults: Arc::clone(&self.faults),
+        });
+        let mut d = self.dir.lock().unwrap();
+        d.current.insert(name.to_owned(), Arc::clone(&file));
+        d.durable.insert(name.to_owned(), file);
     }
 }
 
 impl Storage for SimStorage {
-    fn list_pages(&self) -> io::Result<Vec<u64>> {
-        Ok(self.pages.lock().unwrap().keys().copied().collect())
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.names())
     }
 
-    fn create_page(&self, num: u64, header: &[u8]) -> io::Result<Arc<dyn PageFile>> {
-        let mut pages = self.pages.lock().unwrap();
-        if pages.contains_key(&num) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("page {num} exists"),
-            ));
-        }
-        let file = SimFile {
-            durable: header.to_vec(),
-            pending: Vec::new(),
-            current: header.to_vec(),
-        };
-        let page = Arc::new(SimPage {
-            file: Mutex::new(file),
-            faults: Arc::clone(&self.faults),
-        });
-        pages.insert(num, Arc::clone(&page));
-        Ok(page)
-    }
-
-    fn open_page(&self, num: u64) -> io::Result<Arc<dyn PageFile>> {
-        match self.pages.lock().unwrap().get(&num) {
-            Some(p) => Ok(Arc::clone(p) as Arc<dyn PageFile>),
+    fn open(&self, name: &str) -> io::Result<Arc<dyn QueueFile>> {
+        match self.file(name) {
+            Some(f) => Ok(f as Arc<dyn QueueFile>),
             None => Err(io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("page {num} not found"),
+                format!("{name} not found (simulated)"),
             )),
         }
     }
 
-    fn remove_page(&self, num: u64) -> io::Result<()> {
-        self.pages.lock().unwrap().remove(&num);
+    fn create(&self, name: &str) -> io::Result<Arc<dyn QueueFile>> {
+        let mut d = self.dir.lock().unwrap();
+        if d.current.contains_key(name) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{name} exists (simulated)"),
+            ));
+        }
+        let file = Arc::new(SimFile {
+            content: Mutex::new(Content::default()),
+            faults: Arc::clone(&self.faults),
+        });
+        let op = DirOp::Create(name.to_owned(), Arc::clone(&file));
+        apply_dir(&mut d.current, &op);
+        d.pending.push(op);
+        Ok(file)
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let mut d = self.dir.lock().unwrap();
+        if let Some(f) = d.current.get(name) {
+            self.faults
+                .give_back(f.content.lock().unwrap().current.len() as u64);
+            let op = DirOp::Remove(name.to_owned());
+            apply_dir(&mut d.current, &op);
+            d.pending.push(op);
+        }
         Ok(())
     }
 
-    fn read_checkpoint(&self) -> io::Result<Option<Vec<u8>>> {
-        Ok(self.checkpoint.lock().unwrap().clone())
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let mut d = self.dir.lock().unwrap();
+        if !d.current.contains_key(from) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{from} not found (simulated)"),
+            ));
+        }
+        if let Some(replaced) = d.current.get(to) {
+            self.faults
+                .give_back(replaced.content.lock().unwrap().current.len() as u64);
+        }
+        let op = DirOp::Rename(from.to_owned(), to.to_owned());
+        apply_dir(&mut d.current, &op);
+        d.pending.push(op);
+        Ok(())
     }
 
-    fn write_checkpoint(&self, data: &[u8]) -> io::Result<()> {
-        *self.checkpoint.lock().unwrap() = Some(data.to_vec());
+    fn sync_dir(&self) -> io::Result<()> {
+        self.faults.dir_syncs.fetch_add(1, Ordering::SeqCst);
+        let mut d = self.dir.lock().unwrap();
+        d.durable = d.current.clone();
+        d.pending.clear();
         Ok(())
     }
 
     fn describe(&self) -> String {
         "simulated storage".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsynced_directory_changes_and_writes_can_be_lost() {
+        let s = SimStorage::new();
+        let a = s.create("a").unwrap();
+        a.write_at(0, b"hello").unwrap();
+        a.sync().unwrap();
+        s.sync_dir().unwrap();
+        a.write_at(5, b" world").unwrap();
+        s.rename("a", "b").unwrap();
+        let none = s.power_loss(Survival {
+            keep_fraction: 0.0,
+            torn_bytes: 3,
+        });
+        assert_eq!(none.names(), ["a"]);
+        assert_eq!(none.file_bytes("a").unwrap(), b"hello wo");
+        let all = s.after_kill();
+        assert_eq!(all.names(), ["b"]);
+        assert_eq!(all.file_bytes("b").unwrap(), b"hello world");
+    }
+
+    #[test]
+    fn a_full_disk_cuts_growing_writes_but_not_overwrites() {
+        let s = SimStorage::new();
+        let f = s.create("f").unwrap();
+        f.write_at(0, &[1; 10]).unwrap();
+        s.set_space_left(Some(4));
+        let e = f.write_at(10, &[2; 10]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(f.len().unwrap(), 14);
+        f.write_at(0, &[3; 14]).unwrap();
+        s.remove("f").unwrap();
+        let g = s.create("g").unwrap();
+        g.write_at(0, &[4; 14]).unwrap();
     }
 }

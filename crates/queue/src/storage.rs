@@ -1,59 +1,62 @@
-//! All file I/O of the persisted queue goes through [`Storage`] and [`PageFile`], so tests can
-//! swap the real file system ([`FsStorage`]) for a simulated one that tears writes, fails
-//! fsyncs, runs out of space or "loses power" at any write (`crate::sim`).
+//! The storage seam: the few byte-level operations the persisted queue performs on its
+//! directory. Everything above raw bytes — how a page is created durably, how a checkpoint is
+//! replaced atomically — is written against these traits, so that the crash simulator
+//! ([`crate::sim`]) runs it too and can tear any write, lose any unsynced directory change,
+//! fail a sync or run out of space between any two calls.
 //!
-//! The contract the queue relies on:
-//! - `write_at` puts bytes in the file (for the real file system: in the kernel's page cache,
-//!   so they survive the process being killed) but not necessarily on disk;
-//! - `sync` makes everything written to that file so far durable;
-//! - `create_page` returns a file whose creation is durable (file and directory synced);
-//! - `write_checkpoint` replaces the checkpoint atomically and durably: after a crash the
-//!   checkpoint is either the old one or the new one, never empty or half-written.
+//! The contract (what the real file system, [`FsStorage`], gives):
+//! - [`QueueFile::write_at`] puts bytes in the file (for a real file system: in the kernel's
+//!   page cache, so they survive the process being killed, not a power loss);
+//! - [`QueueFile::sync`] makes the file's bytes and length durable;
+//! - [`Storage::create`], [`Storage::remove`] and [`Storage::rename`] change the directory at
+//!   once for every reader, and durably only after [`Storage::sync_dir`];
+//! - overwriting bytes inside a file's current length needs no new disk space (true of ext4,
+//!   xfs and tmpfs; not of copy-on-write file systems).
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub trait PageFile: Send + Sync {
+/// One open file of the queue directory.
+pub trait QueueFile: Send + Sync {
     /// Writes all of `data` at `offset`.
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
-    /// Reads exactly `buf.len()` bytes at `offset` (short only at end of file).
+    /// Reads `buf.len()` bytes at `offset`; fewer only at the end of the file.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
-    /// Makes every byte written so far durable.
+    /// Makes every byte written so far, and the file's length, durable.
     fn sync(&self) -> io::Result<()>;
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
-    /// Cuts the file to `len` bytes (and makes that durable).
-    fn truncate(&self, len: u64) -> io::Result<()>;
+    /// Cuts (or extends with zeros) the file to `len` bytes; durable after [`QueueFile::sync`].
+    fn set_len(&self, len: u64) -> io::Result<()>;
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
 }
 
+/// The queue's directory.
 pub trait Storage: Send + Sync {
-    /// Numbers of the page files present, ascending.
-    fn list_pages(&self) -> io::Result<Vec<u64>>;
-    /// Creates page `num` with `header` as its first bytes; durable on return.
-    fn create_page(&self, num: u64, header: &[u8]) -> io::Result<Arc<dyn PageFile>>;
-    fn open_page(&self, num: u64) -> io::Result<Arc<dyn PageFile>>;
-    fn remove_page(&self, num: u64) -> io::Result<()>;
-    /// The checkpoint's bytes, or `None` if there is none yet.
-    fn read_checkpoint(&self) -> io::Result<Option<Vec<u8>>>;
-    /// Replaces the checkpoint atomically and durably.
-    fn write_checkpoint(&self, data: &[u8]) -> io::Result<()>;
+    /// Names of the files in the directory, sorted.
+    fn list(&self) -> io::Result<Vec<String>>;
+    /// Opens an existing file for reading and writing.
+    fn open(&self, name: &str) -> io::Result<Arc<dyn QueueFile>>;
+    /// Creates a new, empty file; fails with `AlreadyExists` if there is one.
+    fn create(&self, name: &str) -> io::Result<Arc<dyn QueueFile>>;
+    /// Removes a file; a missing file is not an error.
+    fn remove(&self, name: &str) -> io::Result<()>;
+    /// Renames `from` to `to`, replacing `to` atomically.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+    /// Makes every create, remove and rename so far durable.
+    fn sync_dir(&self) -> io::Result<()>;
     /// A human-readable location for messages.
     fn describe(&self) -> String;
 }
 
-/// Page files `page.<N>` and a `checkpoint` file in one directory.
+/// Files in one directory of the real file system.
 pub struct FsStorage {
     dir: PathBuf,
 }
-
-pub const CHECKPOINT_FILE: &str = "checkpoint";
-const CHECKPOINT_TMP: &str = "checkpoint.tmp";
-const PAGE_PREFIX: &str = "page.";
 
 impl FsStorage {
     /// Uses (and creates) `dir`.
@@ -67,21 +70,13 @@ impl FsStorage {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-
-    fn page_path(&self, num: u64) -> PathBuf {
-        self.dir.join(format!("{PAGE_PREFIX}{num}"))
-    }
-
-    fn sync_dir(&self) -> io::Result<()> {
-        File::open(&self.dir)?.sync_all()
-    }
 }
 
-struct FsPage {
+struct FsFile {
     file: File,
 }
 
-impl PageFile for FsPage {
+impl QueueFile for FsFile {
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         std::os::unix::fs::FileExt::write_all_at(&self.file, data, offset)
     }
@@ -104,6 +99,7 @@ impl PageFile for FsPage {
     }
 
     fn sync(&self) -> io::Result<()> {
+        // fdatasync also writes the length when it changed: what reading the data back needs.
         self.file.sync_data()
     }
 
@@ -111,75 +107,53 @@ impl PageFile for FsPage {
         Ok(self.file.metadata()?.len())
     }
 
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        self.file.set_len(len)?;
-        self.file.sync_all()
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
     }
 }
 
 impl Storage for FsStorage {
-    fn list_pages(&self) -> io::Result<Vec<u64>> {
-        let mut pages = Vec::new();
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
         for entry in std::fs::read_dir(&self.dir)? {
-            let name = entry?.file_name();
-            if let Some(n) = name.to_str().and_then(|n| n.strip_prefix(PAGE_PREFIX)) {
-                if let Ok(num) = n.parse() {
-                    pages.push(num);
-                }
+            if let Ok(name) = entry?.file_name().into_string() {
+                names.push(name);
             }
         }
-        pages.sort_unstable();
-        Ok(pages)
+        names.sort_unstable();
+        Ok(names)
     }
 
-    fn create_page(&self, num: u64, header: &[u8]) -> io::Result<Arc<dyn PageFile>> {
+    fn open(&self, name: &str) -> io::Result<Arc<dyn QueueFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.dir.join(name))?;
+        Ok(Arc::new(FsFile { file }))
+    }
+
+    fn create(&self, name: &str) -> io::Result<Arc<dyn QueueFile>> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(self.page_path(num))?;
-        std::os::unix::fs::FileExt::write_all_at(&file, header, 0)?;
-        // The header and the file's existence must be durable before any record relies on
-        // them (Logstash #12040: a page whose header never reached the disk).
-        file.sync_all()?;
-        self.sync_dir()?;
-        Ok(Arc::new(FsPage { file }))
+            .open(self.dir.join(name))?;
+        Ok(Arc::new(FsFile { file }))
     }
 
-    fn open_page(&self, num: u64) -> io::Result<Arc<dyn PageFile>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(self.page_path(num))?;
-        Ok(Arc::new(FsPage { file }))
-    }
-
-    fn remove_page(&self, num: u64) -> io::Result<()> {
-        match std::fs::remove_file(self.page_path(num)) {
+    fn remove(&self, name: &str) -> io::Result<()> {
+        match std::fs::remove_file(self.dir.join(name)) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
         }
     }
 
-    fn read_checkpoint(&self) -> io::Result<Option<Vec<u8>>> {
-        match std::fs::read(self.dir.join(CHECKPOINT_FILE)) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        std::fs::rename(self.dir.join(from), self.dir.join(to))
     }
 
-    fn write_checkpoint(&self, data: &[u8]) -> io::Result<()> {
-        // tmp + fsync + rename + fsync(dir): never a 0-byte or half-written checkpoint
-        // after a crash (Logstash #8218).
-        let tmp = self.dir.join(CHECKPOINT_TMP);
-        {
-            let mut f = File::create(&tmp)?;
-            io::Write::write_all(&mut f, data)?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, self.dir.join(CHECKPOINT_FILE))?;
-        self.sync_dir()
+    fn sync_dir(&self) -> io::Result<()> {
+        File::open(&self.dir)?.sync_all()
     }
 
     fn describe(&self) -> String {

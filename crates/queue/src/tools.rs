@@ -1,132 +1,26 @@
-//! `sluice queue inspect | verify | repair PATH`: looking into a queue directory offline.
+//! `sluice queue inspect | verify | repair PATH`: looking into a queue directory offline,
+//! with the same [`survey`] that start-up uses, so that the three never disagree.
 //!
-//! - inspect: what the checkpoint says (pages, sequence ranges, acked counts, bytes), plus
-//!   records found after it in the head page. Reads headers and the head page only.
-//! - verify: reads every record of every page and reports each problem (checksum, sequence,
-//!   truncation). A torn tail on the newest page is normal after a crash and only noted.
-//! - repair: keeps every intact unacked record: reads them all (resynchronising past damaged
-//!   bytes), moves the old files into `repair-backup-<time>/` inside the directory, and writes
-//!   a fresh queue holding exactly those records. It reports what it dropped and why.
+//! - inspect: what start-up would find: pages, sequence ranges, acked counts, bytes, and the
+//!   findings about the newest data. Reads the checkpoint, the head page and newer pages.
+//! - verify: reads every record of every page and lists every finding; exits 1 (through the
+//!   caller) when events or ack state are lost. What a crash normally leaves (a torn tail, a
+//!   page whose creation never completed, a leftover `checkpoint.tmp`) is noted only.
+//! - repair: keeps every intact unacked record: moves the old files into
+//!   `repair-backup-<time>/` inside the directory and writes a fresh queue holding exactly
+//!   those records, reporting every gap, every dropped record and every lost piece of ack state.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::format::{
-    scan_record, u32_at, u64_at, Checkpoint, PageHeader, RecordBatch, Scan, PAGE_HEADER_LEN,
-    RECORD_HEADER_LEN,
-};
-use crate::persisted::{PersistedQueue, QueueConfig, QueueError};
-use crate::storage::{FsStorage, PageFile, Storage};
-
-/// One problem found in a page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub page: u64,
-    pub offset: u64,
-    pub message: String,
-}
-
-/// What reading a page found.
-#[derive(Debug, Clone, Default)]
-pub struct PageReport {
-    pub num: u64,
-    pub first_seq: u64,
-    pub records: u64,
-    pub bytes: u64,
-    pub first_unacked_seq: Option<u64>,
-    pub problems: Vec<Problem>,
-    /// Intact records (sequence, payload) when collected for repair.
-    pub kept: Vec<(u64, Vec<u8>)>,
-}
-
-fn read_all(file: &dyn PageFile) -> std::io::Result<Vec<u8>> {
-    let len = file.len()? as usize;
-    let mut buf = vec![0u8; len];
-    let got = file.read_at(0, &mut buf)?;
-    buf.truncate(got);
-    Ok(buf)
-}
-
-/// Reads every record of a page. With `resync`, looks past damage for the next intact record.
-fn read_page(num: u64, data: &[u8], keep_from: Option<u64>, resync: bool) -> PageReport {
-    let mut rep = PageReport {
-        num,
-        bytes: data.len() as u64,
-        ..PageReport::default()
-    };
-    let header = match PageHeader::decode(data) {
-        Ok(h) => h,
-        Err(e) => {
-            rep.problems.push(Problem {
-                page: num,
-                offset: 0,
-                message: e,
-            });
-            return rep;
-        }
-    };
-    rep.first_seq = header.first_seq;
-    let mut at = PAGE_HEADER_LEN;
-    let mut seq = header.first_seq;
-    while at < data.len() {
-        match scan_record(&data[at..], seq) {
-            Scan::Record { payload, size, .. } => {
-                if keep_from.is_some_and(|k| seq >= k) {
-                    rep.kept.push((seq, payload.to_vec()));
-                }
-                rep.records += 1;
-                at += size;
-                seq += 1;
-            }
-            Scan::Incomplete => {
-                if data[at..].iter().any(|&b| b != 0) {
-                    rep.problems.push(Problem {
-                        page: num,
-                        offset: at as u64,
-                        message: format!(
-                            "{} byte(s) of incomplete record at the end (a torn write)",
-                            data.len() - at
-                        ),
-                    });
-                }
-                break;
-            }
-            Scan::Invalid(why) => {
-                rep.problems.push(Problem {
-                    page: num,
-                    offset: at as u64,
-                    message: why,
-                });
-                if !resync {
-                    break;
-                }
-                // Look for the next offset holding an intact record with a later sequence.
-                let next = (at + 1..data.len().saturating_sub(RECORD_HEADER_LEN)).find(|&o| {
-                    let s = u64_at(data, o + 8);
-                    s > seq
-                        && s < seq + (data.len() as u64)
-                        && (u32_at(data, o + 4) as usize) <= data.len() - o - RECORD_HEADER_LEN
-                        && matches!(scan_record(&data[o..], s), Scan::Record { .. })
-                });
-                match next {
-                    Some(o) => {
-                        let s = u64_at(data, o + 8);
-                        rep.problems.push(Problem {
-                            page: num,
-                            offset: o as u64,
-                            message: format!("resumed at sequence {s}; records {seq}..{s} lost ({} bytes skipped)", o - at),
-                        });
-                        at = o;
-                        seq = s;
-                    }
-                    None => break,
-                }
-            }
-        }
-    }
-    rep
-}
+use crate::checkpoint::CHECKPOINT_FILE;
+use crate::error::{Context, QueueError};
+use crate::format::RecordBatch;
+use crate::page::page_num;
+use crate::persisted::{PersistedQueue, QueueConfig};
+use crate::storage::{FsStorage, Storage};
+use crate::survey::{survey, Depth, Finding, Survey};
 
 fn storage(dir: &Path) -> Result<FsStorage, QueueError> {
     if !dir.is_dir() {
@@ -135,136 +29,107 @@ fn storage(dir: &Path) -> Result<FsStorage, QueueError> {
             dir.display()
         )));
     }
-    Ok(FsStorage::new(dir)?)
+    FsStorage::new(dir)
+        .context(|| format!("opening {}", dir.display()))
+        .map_err(|source| QueueError::Storage {
+            location: dir.display().to_string(),
+            source,
+        })
 }
 
-fn checkpoint(s: &FsStorage) -> Result<Option<Checkpoint>, QueueError> {
-    match s.read_checkpoint()? {
-        Some(b) => Checkpoint::decode(&b)
-            .map(Some)
-            .map_err(|e| QueueError::Corrupt {
-                location: s.describe(),
-                message: format!("checkpoint: {e}"),
-            }),
-        None => Ok(None),
+fn findings(out: &mut String, s: &Survey) {
+    for f in &s.findings {
+        let _ = writeln!(
+            out,
+            "{}{f}",
+            if f.is_problem() {
+                "PROBLEM: "
+            } else {
+                "note: "
+            }
+        );
     }
+}
+
+fn checkpoint_line(out: &mut String, s: &Survey) {
+    let _ = match (&s.checkpoint.current, s.checkpoint.legacy) {
+        (None, _) => writeln!(out, "checkpoint: none usable"),
+        (Some((_, cp)), true) => writeln!(
+            out,
+            "checkpoint: version 1, next sequence {}, {} page(s)",
+            cp.next_seq,
+            cp.pages.len()
+        ),
+        (Some((generation, cp)), false) => writeln!(
+            out,
+            "checkpoint: generation {generation}, next sequence {}, {} page(s)",
+            cp.next_seq,
+            cp.pages.len()
+        ),
+    };
+}
+
+/// Events lost inside the pages listed (the reader skips them).
+fn lost_in_pages(s: &Survey) -> u64 {
+    s.findings
+        .iter()
+        .filter(|f| matches!(f, Finding::Damaged { .. }))
+        .map(Finding::lost)
+        .sum()
 }
 
 /// A human-readable summary of a queue directory.
 pub fn inspect(dir: &Path) -> Result<String, QueueError> {
-    let s = storage(dir)?;
-    let cp = checkpoint(&s)?;
+    let s = survey(&storage(dir)?, Depth::Open, None)?;
     let mut out = String::new();
-    let files = s.list_pages()?;
     let _ = writeln!(out, "queue: {}", dir.display());
-    match &cp {
-        None => {
-            let _ = writeln!(out, "checkpoint: none (new or never checkpointed)");
-        }
-        Some(cp) => {
-            let _ = writeln!(
-                out,
-                "checkpoint: next sequence {}, {} page(s)",
-                cp.next_seq,
-                cp.pages.len()
-            );
-        }
-    }
+    checkpoint_line(&mut out, &s);
     let _ = writeln!(
         out,
         "{:>8} {:>14} {:>14} {:>10} {:>10} {:>12}",
         "page", "first seq", "last seq", "events", "acked", "bytes"
     );
-    let (mut total_unacked, mut total_bytes) = (0u64, 0u64);
-    let listed: Vec<_> = cp.as_ref().map(|c| c.pages.clone()).unwrap_or_default();
-    for &num in &files {
-        let file = s.open_page(num)?;
-        let bytes = file.len()?;
-        total_bytes += bytes;
-        let entry = listed.iter().find(|p| p.num == num);
-        let (first, count, acked) = match entry {
-            Some(p) if Some(num) != files.last().copied() => {
-                (p.first_seq, p.count, p.first_unacked_seq - p.first_seq)
-            }
-            _ => {
-                // The head page (or one the checkpoint does not know): count its records.
-                let rep = read_page(num, &read_all(file.as_ref())?, None, false);
-                let acked = entry.map_or(0, |p| p.first_unacked_seq.saturating_sub(rep.first_seq));
-                (rep.first_seq, rep.records, acked)
-            }
-        };
-        total_unacked += count.saturating_sub(acked);
-        let last = if count == 0 {
+    for p in &s.pages {
+        let e = &p.entry;
+        let last = if e.count == 0 {
             "-".to_owned()
         } else {
-            (first + count - 1).to_string()
+            (e.end_seq() - 1).to_string()
         };
         let _ = writeln!(
             out,
-            "{num:>8} {first:>14} {last:>14} {count:>10} {acked:>10} {bytes:>12}"
+            "{:>8} {:>14} {last:>14} {:>10} {:>10} {:>12}",
+            e.num,
+            e.first_seq,
+            e.count,
+            e.count - e.unacked(),
+            p.file_len
         );
     }
-    let _ = writeln!(out, "unacked events: {total_unacked}");
-    let _ = writeln!(out, "bytes on disk: {total_bytes}");
+    findings(&mut out, &s);
+    let _ = writeln!(out, "unacked events: {}", s.unacked() - lost_in_pages(&s));
+    let _ = writeln!(
+        out,
+        "bytes on disk: {}",
+        s.pages.iter().map(|p| p.file_len).sum::<u64>()
+    );
     Ok(out)
 }
 
-/// Reads every record. Returns the report text and whether the queue is healthy (a torn
-/// tail on the newest page counts as healthy: recovery cuts it).
+/// Reads every record. Returns the report and whether the queue is healthy (nothing lost:
+/// what a crash normally leaves behind counts as healthy).
 pub fn verify(dir: &Path) -> Result<(String, bool), QueueError> {
-    let s = storage(dir)?;
-    let cp = checkpoint(&s)?;
-    let files = s.list_pages()?;
+    let s = survey(&storage(dir)?, Depth::Full, None)?;
     let mut out = String::new();
-    let mut healthy = true;
-    let mut records = 0;
-    for cp_page in cp.iter().flat_map(|c| c.pages.iter()) {
-        let acked = cp_page.first_unacked_seq >= cp_page.first_seq + cp_page.count;
-        if !files.contains(&cp_page.num) && !acked {
-            healthy = false;
-            let _ = writeln!(
-                out,
-                "page {}: listed in the checkpoint with unacked events, but missing",
-                cp_page.num
-            );
-        }
-    }
-    for &num in &files {
-        let file = s.open_page(num)?;
-        let rep = read_page(num, &read_all(file.as_ref())?, None, true);
-        records += rep.records;
-        let newest = Some(num) == files.last().copied();
-        if let Some(p) = cp
-            .as_ref()
-            .and_then(|c| c.pages.iter().find(|p| p.num == num))
-        {
-            if rep.records < p.count {
-                healthy = false;
-                let _ = writeln!(
-                    out,
-                    "page {num}: checkpoint records {} events, {} found",
-                    p.count, rep.records
-                );
-            }
-        }
-        for p in &rep.problems {
-            let torn_tail = newest && p.message.contains("torn write");
-            if !torn_tail {
-                healthy = false;
-            }
-            let _ = writeln!(
-                out,
-                "page {num} offset {}: {}{}",
-                p.offset,
-                p.message,
-                if torn_tail { " (recovery cuts it)" } else { "" }
-            );
-        }
-    }
+    checkpoint_line(&mut out, &s);
+    findings(&mut out, &s);
+    let healthy = s.is_healthy();
     let _ = writeln!(
         out,
-        "{} page(s), {records} record(s): {}",
-        files.len(),
+        "{} page(s), {} intact unacked record(s), {} event(s) lost: {}",
+        s.pages.len(),
+        s.records,
+        s.lost(),
         if healthy { "OK" } else { "PROBLEMS FOUND" }
     );
     Ok((out, healthy))
@@ -272,60 +137,103 @@ pub fn verify(dir: &Path) -> Result<(String, bool), QueueError> {
 
 /// Rewrites the queue with every intact unacked record. `page_capacity` sizes the new pages.
 pub fn repair(dir: &Path, page_capacity: u64) -> Result<String, QueueError> {
-    let _lock = crate::storage::lock_dir(dir)?;
-    let s = storage(dir)?;
-    let cp = checkpoint(&s).unwrap_or(None);
-    let files = s.list_pages()?;
-    let mut out = String::new();
-    let mut kept: Vec<Vec<u8>> = Vec::new();
-    let mut dropped = 0usize;
-    for &num in &files {
-        let file = s.open_page(num)?;
-        let keep_from = cp
-            .as_ref()
-            .and_then(|c| c.pages.iter().find(|p| p.num == num))
-            .map_or(0, |p| p.first_unacked_seq);
-        let rep = read_page(num, &read_all(file.as_ref())?, Some(keep_from), true);
-        for p in &rep.problems {
-            dropped += 1;
-            let _ = writeln!(out, "page {num} offset {}: {}", p.offset, p.message);
+    let fail = |action: String| {
+        let location = dir.display().to_string();
+        move |source| QueueError::Storage {
+            location,
+            source: crate::error::StorageError::new(action, source),
         }
-        kept.extend(rep.kept.into_iter().map(|(_, payload)| payload));
-    }
+    };
+    let _lock =
+        crate::storage::lock_dir(dir).map_err(fail("locking the queue directory".into()))?;
+    let s = storage(dir)?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let backup = dir.join(format!("repair-backup-{stamp}"));
-    std::fs::create_dir_all(&backup)?;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let n = name.to_string_lossy();
-        if n.starts_with("page.") || n.starts_with("checkpoint") {
-            std::fs::rename(entry.path(), backup.join(&name))?;
-        }
+    let backup_name = format!("repair-backup-{stamp}");
+    let backup = dir.join(&backup_name);
+    std::fs::create_dir_all(&backup).map_err(fail(format!("creating {}", backup.display())))?;
+    let moved: Vec<String> = s
+        .list()
+        .map_err(fail("listing the queue directory".into()))?
+        .into_iter()
+        .filter(|n| page_num(n).is_some() || n.starts_with(CHECKPOINT_FILE))
+        .collect();
+    for name in &moved {
+        std::fs::rename(dir.join(name), backup.join(name))
+            .map_err(fail(format!("moving {name} into {backup_name}")))?;
     }
+    let restore = || {
+        for name in &moved {
+            let _ = std::fs::rename(backup.join(name), dir.join(name));
+        }
+    };
     let cfg = QueueConfig {
         page_capacity,
         max_bytes: u64::MAX,
         max_events: 0,
         ..QueueConfig::default()
     };
-    let q = PersistedQueue::open(Arc::new(FsStorage::new(dir)?), cfg)?;
-    let mut batch = RecordBatch::new();
-    for chunk in kept.chunks(1024) {
-        batch.clear();
-        for payload in chunk {
-            batch.push(payload);
+    let q = match PersistedQueue::open(
+        Arc::new(FsStorage::new(dir).map_err(fail(format!("opening {}", dir.display())))?),
+        cfg,
+    ) {
+        Ok(q) => q,
+        Err(e) => {
+            restore();
+            return Err(e);
         }
-        q.push(&mut batch)?;
-    }
+    };
+    // The old files are read from the backup and their intact unacked records pushed as
+    // they are found, a batch at a time.
+    let mut batch = RecordBatch::new();
+    let mut push_error: Option<QueueError> = None;
+    let mut kept = 0u64;
+    let push = |batch: &mut RecordBatch, err: &mut Option<QueueError>| {
+        if err.is_none() && !batch.is_empty() {
+            if let Err(e) = q.push(batch) {
+                *err = Some(e);
+            }
+        }
+        batch.clear();
+    };
+    let found = survey(
+        &storage(&backup)?,
+        Depth::Full,
+        Some(&mut |_seq, payload| {
+            batch.push(payload);
+            kept += 1;
+            if batch.len() >= 1024 {
+                push(&mut batch, &mut push_error);
+            }
+        }),
+    );
+    push(&mut batch, &mut push_error);
     q.shutdown();
+    let found = match (found, push_error) {
+        (Ok(f), None) => f,
+        (Err(e), _) | (Ok(_), Some(e)) => {
+            drop(q);
+            // The partial new queue goes; the old files come back.
+            for name in FsStorage::new(dir)
+                .and_then(|s| s.list())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|n| page_num(n).is_some() || n.starts_with(CHECKPOINT_FILE))
+            {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            restore();
+            return Err(e);
+        }
+    };
+    let mut out = String::new();
+    findings(&mut out, &found);
+    let problems = found.findings.iter().filter(|f| f.is_problem()).count();
     let _ = writeln!(
         out,
-        "kept {} unacked record(s); {} problem(s) listed above; old files moved to {}",
-        kept.len(),
-        dropped,
+        "kept {kept} unacked record(s); {} event(s) lost; {problems} problem(s) listed above; old files moved to {}",
+        found.lost(),
         backup.display()
     );
     Ok(out)

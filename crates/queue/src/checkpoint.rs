@@ -1,0 +1,322 @@
+//! Reading and writing the checkpoint file: two slots rewritten in place, alternately.
+//!
+//! Write protocol (the crash-safety argument is in the crate docs):
+//! - in place: generation `g` is written into slot `g % 2`, then the file is synced. The other
+//!   slot holds generation `g - 1` untouched, so a write torn by a crash leaves a valid
+//!   checkpoint, and the write needs no new disk space: acked pages can be freed on a full
+//!   disk (Logstash #8098, #16389 could not even start there).
+//! - a new file, when there is none yet or the page list outgrows the slots: the whole file
+//!   (both slots, every byte written so that later in-place writes have their blocks) goes to
+//!   `checkpoint.tmp`, which is synced, renamed over `checkpoint`, and the directory synced
+//!   (Logstash #8218: a checkpoint left 0 bytes long). A leftover `checkpoint.tmp` is never
+//!   read; recovery removes it.
+
+use std::io;
+use std::sync::Arc;
+
+use crate::error::{Context, FormatError, StorageError};
+use crate::format::{Checkpoint, SLOT_HEADER_LEN};
+use crate::storage::{QueueFile, Storage};
+
+pub const CHECKPOINT_FILE: &str = "checkpoint";
+pub const CHECKPOINT_TMP: &str = "checkpoint.tmp";
+/// The smallest slot: 84 pages' entries.
+const MIN_SLOT: usize = 4096;
+
+/// What the checkpoint file holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CheckpointRead {
+    /// The checkpoint in force (the valid slot with the highest generation) and its generation.
+    pub current: Option<(u64, Checkpoint)>,
+    /// Whether there is a checkpoint file at all.
+    pub exists: bool,
+    /// Slots that could not be decoded, with why. One is normal after a crash in mid-write;
+    /// when the slot in force is not the newest one written, acks recorded after it are lost.
+    pub damaged_slots: Vec<(usize, FormatError)>,
+    /// Whether the file is the unslotted version 1 format.
+    pub legacy: bool,
+    /// Slot size of the file (0 when it has no usable slots).
+    slot_size: usize,
+}
+
+impl CheckpointRead {
+    pub fn generation(&self) -> Option<u64> {
+        self.current.as_ref().map(|(g, _)| *g)
+    }
+
+    pub fn checkpoint(&self) -> Option<&Checkpoint> {
+        self.current.as_ref().map(|(_, c)| c)
+    }
+}
+
+/// Reads the checkpoint file. A checkpoint written by a newer build is an error: nothing of
+/// its queue can be interpreted safely.
+pub fn read(storage: &dyn Storage) -> Result<CheckpointRead, ReadError> {
+    let file = match storage.open(CHECKPOINT_FILE) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(CheckpointRead::default()),
+        Err(e) => return Err(StorageError::new("opening the checkpoint", e).into()),
+    };
+    let len = file
+        .len()
+        .context(|| "reading the checkpoint's length".into())?;
+    let mut b = vec![0u8; len as usize];
+    let got = file
+        .read_at(0, &mut b)
+        .context(|| "reading the checkpoint".into())?;
+    b.truncate(got);
+    Ok(decode_file(&b)?)
+}
+
+/// A checkpoint that cannot be read, or one from a newer build.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Format(#[from] FormatError),
+}
+
+fn decode_file(b: &[u8]) -> Result<CheckpointRead, FormatError> {
+    let mut out = CheckpointRead {
+        exists: true,
+        ..CheckpointRead::default()
+    };
+    if let Some(v1) = Checkpoint::decode_v1(b) {
+        out.legacy = true;
+        match v1 {
+            Ok(cp) => out.current = Some((0, cp)),
+            Err(e) => out.damaged_slots.push((0, e)),
+        }
+        return Ok(out);
+    }
+    let first = Checkpoint::decode_slot(b);
+    // The second slot starts where the first says; if the first is unreadable, at half the
+    // file (every slotted file is two equal slots).
+    let slot_size = match &first {
+        Ok(s) => s.slot_size as usize,
+        Err(_) => b.len() / 2,
+    };
+    let second = if slot_size >= SLOT_HEADER_LEN && b.len() >= 2 * slot_size {
+        Checkpoint::decode_slot(&b[slot_size..])
+    } else {
+        Err(FormatError::TooShort {
+            what: "checkpoint file",
+            len: b.len(),
+            need: 2 * slot_size.max(SLOT_HEADER_LEN),
+        })
+    };
+    for (i, slot) in [first, second].into_iter().enumerate() {
+        match slot {
+            Ok(s) => {
+                if out.current.as_ref().is_none_or(|(g, _)| s.generation > *g) {
+                    out.current = Some((s.generation, s.checkpoint));
+                }
+            }
+            Err(e) if e.is_newer_version() => return Err(e),
+            // A slot never written yet (a new file) is all zeros: not damage.
+            Err(_) if is_blank(b, i, slot_size) => {}
+            Err(e) => out.damaged_slots.push((i, e)),
+        }
+    }
+    if slot_size >= SLOT_HEADER_LEN && slot_size * 2 == b.len() {
+        out.slot_size = slot_size;
+    }
+    Ok(out)
+}
+
+fn is_blank(b: &[u8], slot: usize, slot_size: usize) -> bool {
+    let start = slot * slot_size;
+    start < b.len()
+        && b[start..(start + slot_size).min(b.len())]
+            .iter()
+            .all(|&x| x == 0)
+}
+
+/// Writes checkpoints, continuing the generations of the file as read.
+pub struct CheckpointStore {
+    storage: Arc<dyn Storage>,
+    file: Option<Arc<dyn QueueFile>>,
+    slot_size: usize,
+    next_generation: u64,
+    buf: Vec<u8>,
+}
+
+impl CheckpointStore {
+    /// A store that continues after what `read` found.
+    pub fn new(storage: Arc<dyn Storage>, read: &CheckpointRead) -> Result<Self, StorageError> {
+        let file = if read.exists && read.slot_size > 0 {
+            Some(
+                storage
+                    .open(CHECKPOINT_FILE)
+                    .context(|| "opening the checkpoint".into())?,
+            )
+        } else {
+            None
+        };
+        Ok(CheckpointStore {
+            storage,
+            slot_size: if file.is_some() { read.slot_size } else { 0 },
+            file,
+            next_generation: read.generation().map_or(1, |g| g + 1),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Whether there is a checkpoint file to rewrite in place.
+    pub fn has_file(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Makes `cp` the durable checkpoint.
+    pub fn write(&mut self, cp: &Checkpoint) -> Result<(), StorageError> {
+        let generation = self.next_generation;
+        let needed = SLOT_HEADER_LEN + Checkpoint::body_len(cp.pages.len());
+        let fits = self.file.is_some() && needed <= self.slot_size;
+        // Grown before the slots are full, while pages are being added (which needs disk
+        // space anyway), so that a checkpoint that frees pages always fits in place.
+        if !fits || needed * 4 > self.slot_size * 3 {
+            let size = (needed * 2).max(MIN_SLOT).next_multiple_of(4096);
+            match self.replace_file(cp, generation, size) {
+                Ok(()) => {
+                    self.next_generation += 1;
+                    return Ok(());
+                }
+                Err(e) if !fits => return Err(e),
+                // No room for a bigger file: this one still holds the checkpoint.
+                Err(_) => {}
+            }
+        }
+        let file = self.file.as_ref().expect("checked by `fits`");
+        let slot = cp.encode_slot(generation, self.slot_size as u32);
+        let at = (generation % 2) * self.slot_size as u64;
+        file.write_at(at, &slot)
+            .context(|| "writing the checkpoint".into())?;
+        file.sync().context(|| "syncing the checkpoint".into())?;
+        self.next_generation += 1;
+        Ok(())
+    }
+
+    fn replace_file(
+        &mut self,
+        cp: &Checkpoint,
+        generation: u64,
+        slot_size: usize,
+    ) -> Result<(), StorageError> {
+        let s = &*self.storage;
+        let tmp = match s.create(CHECKPOINT_TMP) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                s.remove(CHECKPOINT_TMP)
+                    .context(|| "removing a leftover checkpoint.tmp".into())?;
+                s.create(CHECKPOINT_TMP)
+            }
+            other => other,
+        }
+        .context(|| "creating checkpoint.tmp".into())?;
+        self.buf.clear();
+        self.buf.resize(2 * slot_size, 0);
+        let slot = cp.encode_slot(generation, slot_size as u32);
+        let at = (generation % 2) as usize * slot_size;
+        self.buf[at..at + slot.len()].copy_from_slice(&slot);
+        let written = tmp
+            .write_at(0, &self.buf)
+            .and_then(|()| tmp.sync())
+            .context(|| "writing checkpoint.tmp".into());
+        if let Err(e) = written {
+            let _ = s.remove(CHECKPOINT_TMP);
+            return Err(e);
+        }
+        s.rename(CHECKPOINT_TMP, CHECKPOINT_FILE)
+            .context(|| "renaming checkpoint.tmp to checkpoint".into())?;
+        s.sync_dir()
+            .context(|| "syncing the queue directory".into())?;
+        self.file = Some(tmp);
+        self.slot_size = slot_size;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::PageCheckpoint;
+    use crate::sim::SimStorage;
+
+    fn cp(pages: u64) -> Checkpoint {
+        Checkpoint {
+            next_seq: pages * 10,
+            pages: (0..pages)
+                .map(|i| PageCheckpoint {
+                    num: i + 1,
+                    first_seq: i * 10,
+                    count: 10,
+                    bytes: 1000,
+                    first_unacked_seq: i * 10,
+                    first_unacked_offset: 32,
+                })
+                .collect(),
+        }
+    }
+
+    fn reopen(s: &SimStorage) -> (CheckpointStore, CheckpointRead) {
+        let r = read(s).unwrap();
+        (CheckpointStore::new(Arc::new(s.clone()), &r).unwrap(), r)
+    }
+
+    #[test]
+    fn generations_alternate_slots_and_survive_reopening() {
+        let s = SimStorage::new();
+        let (mut store, r) = reopen(&s);
+        assert!(!r.exists);
+        for n in 1..=5 {
+            store.write(&cp(n)).unwrap();
+            let r = read(&s).unwrap();
+            assert_eq!(r.current, Some((n, cp(n))));
+            assert!(r.damaged_slots.is_empty());
+        }
+        let (mut store, r) = reopen(&s);
+        assert_eq!(r.generation(), Some(5));
+        store.write(&cp(2)).unwrap();
+        assert_eq!(read(&s).unwrap().current, Some((6, cp(2))));
+    }
+
+    #[test]
+    fn a_damaged_slot_falls_back_to_the_other() {
+        let s = SimStorage::new();
+        let (mut store, _) = reopen(&s);
+        store.write(&cp(1)).unwrap();
+        store.write(&cp(2)).unwrap();
+        // Generation 2 is in slot 0: damage it.
+        s.corrupt(CHECKPOINT_FILE, 40, &[0xFF]);
+        let r = read(&s).unwrap();
+        assert_eq!(r.current, Some((1, cp(1))));
+        assert_eq!(r.damaged_slots.len(), 1);
+        // Writing goes on from the newest generation seen, into the damaged slot.
+        let (mut store, _) = reopen(&s);
+        store.write(&cp(3)).unwrap();
+        let r = read(&s).unwrap();
+        assert_eq!(r.current, Some((2, cp(3))));
+        assert!(r.damaged_slots.is_empty());
+    }
+
+    #[test]
+    fn in_place_writes_need_no_space_and_the_file_grows_with_the_page_list() {
+        let s = SimStorage::new();
+        let (mut store, _) = reopen(&s);
+        store.write(&cp(100)).unwrap();
+        let size = s.file_bytes(CHECKPOINT_FILE).unwrap().len();
+        assert!(size >= 2 * (SLOT_HEADER_LEN + Checkpoint::body_len(100)));
+        s.set_space_left(Some(0));
+        for n in [100, 50, 1, 0] {
+            store.write(&cp(n)).unwrap();
+        }
+        assert_eq!(read(&s).unwrap().checkpoint(), Some(&cp(0)));
+        // Outgrowing the slots needs space: an error, the last checkpoint stays in force.
+        assert!(store.write(&cp(1000)).is_err());
+        assert_eq!(read(&s).unwrap().checkpoint(), Some(&cp(0)));
+        s.set_space_left(None);
+        store.write(&cp(1000)).unwrap();
+        assert_eq!(read(&s).unwrap().checkpoint(), Some(&cp(1000)));
+        assert!(!s.names().contains(&CHECKPOINT_TMP.to_owned()));
+    }
+}

@@ -1,0 +1,120 @@
+//! The flusher thread: one sync round for everyone waiting (group commit), then the
+//! checkpoint, then the deletion of pages the checkpoint no longer lists. In that order, so
+//! that what a checkpoint vouches for is on disk before it, and a page is gone only once no
+//! durable checkpoint needs it.
+//!
+//! A failed fsync fails the queue for good (after one, the kernel may have dropped the dirty
+//! data: nothing written since the last good sync can be called durable again). A failed
+//! checkpoint write is retried with back-off and logged once (then a count); it never needs
+//! new disk space unless the page list outgrows the checkpoint's slots.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{lock, Inner, PageState, Repeated};
+use crate::format::Checkpoint;
+use crate::page::page_name;
+use crate::storage::QueueFile;
+
+impl Inner {
+    pub(super) fn flusher_loop(self: Arc<Self>) {
+        let mut checkpoint_errors = Repeated::new("writing the queue checkpoint");
+        let mut retry_delay = Duration::from_millis(100);
+        loop {
+            let mut st = lock(&self.state);
+            while !st.flush_requested && !st.stopping_flusher && st.pending_delete.is_empty() {
+                let dirty = st.next_seq > st.synced_seq || st.checkpoint_dirty;
+                let (g, t) = self
+                    .flush_wanted
+                    .wait_timeout(st, Duration::from_secs(1))
+                    .unwrap_or_else(|p| p.into_inner());
+                st = g;
+                if t.timed_out() && dirty {
+                    break;
+                }
+            }
+            st.flush_requested = false;
+            let stopping = st.stopping_flusher;
+            // Snapshot what this round makes durable.
+            let target = st.next_seq;
+            let mut files: Vec<Arc<dyn QueueFile>> = std::mem::take(&mut st.unsynced_files);
+            if target > st.synced_seq {
+                if let Some(f) = st.pages.back().and_then(|p| p.file.clone()) {
+                    files.push(f);
+                }
+            }
+            let checkpoint = (st.checkpoint_dirty || !st.pending_delete.is_empty()).then(|| {
+                st.checkpoint_dirty = false;
+                st.acks_since_checkpoint = 0;
+                Checkpoint {
+                    next_seq: st.next_seq,
+                    pages: st.pages.iter().map(PageState::checkpoint).collect(),
+                }
+            });
+            let deletes = std::mem::take(&mut st.pending_delete);
+            drop(st);
+
+            let sync_error = files.iter().find_map(|f| f.sync().err());
+            let mut st = lock(&self.state);
+            if let Some(e) = sync_error {
+                let msg = format!("syncing queue pages failed: {e}");
+                tracing::error!(queue = %self.storage.describe(), "{msg}");
+                st.failed = Some(msg);
+                drop(st);
+                self.changed.notify_all();
+                return;
+            }
+            st.synced_seq = st.synced_seq.max(target);
+            drop(st);
+            self.changed.notify_all();
+            let Some(cp) = checkpoint else {
+                if stopping {
+                    return;
+                }
+                continue;
+            };
+            let mut store = lock(&self.checkpoints);
+            let written = store.write(&cp);
+            // With no checkpoint file at all (an old queue killed before its first one, on a
+            // now full disk), no checkpoint lists the acked pages: deleting them is safe, and
+            // it frees the space the checkpoint needs.
+            let unlisted = !store.has_file();
+            drop(store);
+            if let Err(e) = written {
+                if unlisted && e.is_disk_full() {
+                    self.delete_pages(&deletes);
+                }
+                checkpoint_errors.failed(
+                    &e,
+                    "retrying; acked pages are deleted once a checkpoint is written",
+                );
+                let mut st = lock(&self.state);
+                st.checkpoint_dirty = true;
+                if !(unlisted && e.is_disk_full()) {
+                    st.pending_delete.extend(deletes);
+                }
+                drop(st);
+                if stopping {
+                    return;
+                }
+                std::thread::sleep(retry_delay);
+                retry_delay = (retry_delay * 2).min(Duration::from_secs(5));
+                continue;
+            }
+            checkpoint_errors.succeeded();
+            retry_delay = Duration::from_millis(100);
+            self.delete_pages(&deletes);
+            if stopping {
+                return;
+            }
+        }
+    }
+
+    fn delete_pages(&self, nums: &[u64]) {
+        for &num in nums {
+            if let Err(e) = self.storage.remove(&page_name(num)) {
+                tracing::warn!(page = num, error = %e, "deleting a fully acked queue page failed; it is deleted at the next start");
+            }
+        }
+    }
+}

@@ -1,0 +1,540 @@
+//! The persisted queue: append-only page files, group commit, acks, recovery.
+//!
+//! Roles, one file each: [`writer`] appends pushed batches to the head page and rolls over to
+//! new pages; [`reader`] hands batches of records to workers and takes their acks; [`flusher`]
+//! (a thread) syncs pages for waiting writers, writes checkpoints and deletes acked pages.
+//!
+//! Locks, always taken in this order and never held across another's wait:
+//! - `write` serialises appends: the head page and write position. Held while a batch is
+//!   written with one `write_at` (a copy into the page cache), during page rollover, and while
+//!   a write waits for disk space.
+//! - `read` serialises readers: the read cursor and its read-ahead buffer. Held while reading
+//!   record bytes; a worker decodes its batch after releasing it.
+//! - `state` is the shared bookkeeping (published records, acks, sizes, sync progress). Held
+//!   only for counter updates; never during I/O.
+
+pub mod flusher;
+pub mod reader;
+pub mod writer;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::ackset::{AckRange, AckSet};
+use crate::checkpoint::CheckpointStore;
+use crate::error::{is_disk_full, Context, QueueError, StorageError};
+use crate::format::{Checkpoint, PageCheckpoint, PAGE_HEADER_LEN, RECORD_HEADER_LEN};
+use crate::page::{create_page, page_name};
+use crate::scan::RecordCursor;
+use crate::storage::{QueueFile, Storage};
+
+pub use reader::RawBatch;
+
+/// The `queue.*` settings the queue itself uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueConfig {
+    pub page_capacity: u64,
+    pub max_events: u64,
+    pub max_bytes: u64,
+    pub checkpoint_acks: u64,
+    pub checkpoint_writes: u64,
+    pub drain: bool,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            page_capacity: 64 << 20,
+            max_events: 0,
+            max_bytes: 1024 << 20,
+            checkpoint_acks: 1024,
+            checkpoint_writes: 1024,
+            drain: false,
+        }
+    }
+}
+
+impl QueueConfig {
+    fn validate(&self) -> Result<(), QueueError> {
+        if self.page_capacity < (PAGE_HEADER_LEN + RECORD_HEADER_LEN + 1) as u64 {
+            return Err(QueueError::Config(format!(
+                "queue.page_capacity {} is too small",
+                self.page_capacity
+            )));
+        }
+        if self.page_capacity > u32::MAX as u64 {
+            return Err(QueueError::Config(format!(
+                "queue.page_capacity {} is over the 4gb limit",
+                self.page_capacity
+            )));
+        }
+        if self.max_bytes < self.page_capacity {
+            return Err(QueueError::Config(format!(
+                "queue.max_bytes ({}) must be at least queue.page_capacity ({})",
+                self.max_bytes, self.page_capacity
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BatchInfo {
+    page: u64,
+    range: AckRange,
+}
+
+struct PageState {
+    num: u64,
+    first_seq: u64,
+    /// Published records and bytes (header included).
+    count: u64,
+    bytes: u64,
+    acks: AckSet,
+    file: Option<Arc<dyn QueueFile>>,
+}
+
+impl PageState {
+    fn new(entry: &PageCheckpoint, file: Option<Arc<dyn QueueFile>>) -> Self {
+        PageState {
+            num: entry.num,
+            first_seq: entry.first_seq,
+            count: entry.count,
+            bytes: entry.bytes,
+            acks: AckSet::new(entry.first_unacked_seq, entry.first_unacked_offset),
+            file,
+        }
+    }
+
+    fn end_seq(&self) -> u64 {
+        self.first_seq + self.count
+    }
+
+    fn checkpoint(&self) -> PageCheckpoint {
+        let (s, o) = self.acks.first_unacked();
+        PageCheckpoint {
+            num: self.num,
+            first_seq: self.first_seq,
+            count: self.count,
+            bytes: self.bytes,
+            first_unacked_seq: s,
+            first_unacked_offset: o,
+        }
+    }
+}
+
+struct State {
+    pages: VecDeque<PageState>,
+    /// The page the writer appends to; `None` while a new one could not be created yet.
+    head: Option<u64>,
+    next_seq: u64,
+    synced_seq: u64,
+    unacked: u64,
+    /// Published records not yet handed to a reader.
+    unread: u64,
+    used_bytes: u64,
+    closed: bool,
+    stopping_flusher: bool,
+    flush_requested: bool,
+    checkpoint_dirty: bool,
+    acks_since_checkpoint: u64,
+    unsynced_files: Vec<Arc<dyn QueueFile>>,
+    pending_delete: Vec<u64>,
+    batches: HashMap<u64, BatchInfo>,
+    next_token: u64,
+    failed: Option<String>,
+    /// Events lost to damage: found at open (missing pages, gaps) or skipped by the reader.
+    lost: u64,
+    full_logged: bool,
+}
+
+/// Figures for `queue inspect`, the monitoring API and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStats {
+    pub pages: Vec<PageCheckpoint>,
+    pub unacked_events: u64,
+    /// Events not yet handed to a reader.
+    pub unread_events: u64,
+    pub used_bytes: u64,
+    pub next_seq: u64,
+    /// Events lost to damaged or missing queue files since the queue was opened.
+    pub lost_events: u64,
+}
+
+pub struct PersistedQueue {
+    inner: Arc<Inner>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Inner {
+    storage: Arc<dyn Storage>,
+    cfg: QueueConfig,
+    write: Mutex<writer::Writer>,
+    read: Mutex<reader::Reader>,
+    state: Mutex<State>,
+    /// Published records, freed space, sync progress, close.
+    changed: Condvar,
+    /// Wakes the flusher.
+    flush_wanted: Condvar,
+    checkpoints: Mutex<CheckpointStore>,
+    shut_down: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves its data consistent before anything that can panic.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Logs a failure that keeps repeating (an I/O call retried while the disk is full) once,
+/// then how often it failed at most once a minute, then that it succeeded.
+pub(crate) struct Repeated {
+    what: String,
+    last: Option<String>,
+    failures: u64,
+    next_report: Instant,
+}
+
+const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+impl Repeated {
+    pub(crate) fn new(what: impl Into<String>) -> Self {
+        Repeated {
+            what: what.into(),
+            last: None,
+            failures: 0,
+            next_report: Instant::now(),
+        }
+    }
+
+    pub(crate) fn failed(&mut self, error: &dyn std::fmt::Display, consequence: &str) {
+        let msg = error.to_string();
+        self.failures += 1;
+        let now = Instant::now();
+        if self.last.as_deref() != Some(msg.as_str()) {
+            tracing::warn!("{} failed: {msg}; {consequence}", self.what);
+            self.last = Some(msg);
+            self.next_report = now + REPORT_EVERY;
+        } else if now >= self.next_report {
+            tracing::warn!(
+                "{} still failing ({} attempts so far): {msg}; {consequence}",
+                self.what,
+                self.failures
+            );
+            self.next_report = now + REPORT_EVERY;
+        }
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        if self.failures > 0 {
+            tracing::info!(
+                "{}: succeeded after {} failed attempt(s)",
+                self.what,
+                self.failures
+            );
+            self.failures = 0;
+            self.last = None;
+        }
+    }
+}
+
+impl Inner {
+    /// Runs `op`, retrying with back-off while the disk is full (logged as [`Repeated`]
+    /// does); gives up with [`QueueError::Closed`] once the queue closes. Any other error fails
+    /// the queue: a file system that fails writes or syncs for other reasons (EIO, a read-only
+    /// remount) does not heal by itself, and pretending otherwise would hang every writer.
+    fn retry_while_full<T>(
+        &self,
+        what: &dyn Fn() -> String,
+        mut op: impl FnMut() -> Result<T, StorageError>,
+    ) -> Result<T, QueueError> {
+        let mut delay = Duration::from_millis(10);
+        let mut log: Option<Repeated> = None;
+        loop {
+            match op() {
+                Ok(v) => {
+                    if let Some(log) = &mut log {
+                        log.succeeded();
+                    }
+                    return Ok(v);
+                }
+                Err(e) if e.is_disk_full() => {
+                    if lock(&self.state).closed {
+                        return Err(QueueError::Closed);
+                    }
+                    log.get_or_insert_with(|| Repeated::new(what()))
+                        .failed(&e, "retrying (writers wait, nothing queued is lost)");
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    tracing::error!(queue = %self.storage.describe(), "{msg}; the queue accepts no more writes");
+                    lock(&self.state).failed = Some(msg.clone());
+                    self.changed.notify_all();
+                    return Err(QueueError::Failed(msg));
+                }
+            }
+        }
+    }
+}
+
+impl PersistedQueue {
+    /// Opens (recovering) or creates the queue in `storage`. Opening needs no new disk space:
+    /// on a full disk the queue opens, its events can be read and acked (freeing space), and
+    /// writers wait for space.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        cfg: QueueConfig,
+    ) -> Result<Arc<PersistedQueue>, QueueError> {
+        cfg.validate()?;
+        let location = storage.describe();
+        let fail = |source| QueueError::Storage {
+            location: location.clone(),
+            source,
+        };
+        let recovered = crate::recovery::recover(storage.as_ref())?;
+        let mut checkpoints =
+            CheckpointStore::new(Arc::clone(&storage), &recovered.checkpoint).map_err(fail)?;
+        let mut pages: VecDeque<PageState> = recovered
+            .pages
+            .iter()
+            .map(|p| PageState::new(&p.entry, None))
+            .collect();
+        let next_seq = recovered.next_seq;
+        // New records go on after the last page's, in its file when it ends where its valid
+        // data does (any damage inside is skipped by the reader, record by record, so records
+        // appended behind it are safe); in a new page when the file was cut short.
+        let mut head = None;
+        if let Some(p) = pages.back_mut() {
+            let file = storage
+                .open(&page_name(p.num))
+                .context(|| format!("opening queue page {}", p.num))
+                .map_err(fail)?;
+            let len = file
+                .len()
+                .context(|| format!("reading queue page {}", p.num))
+                .map_err(fail)?;
+            if len == p.bytes {
+                p.file = Some(Arc::clone(&file));
+                head = Some(writer::Head {
+                    file,
+                    num: p.num,
+                    offset: p.bytes,
+                });
+            }
+        }
+        let mut next_page = recovered
+            .last_page_num
+            .max(head.as_ref().map_or(0, |h| h.num))
+            + 1;
+        if head.is_none() {
+            tracing::debug!(queue = %location, page = next_page, "starting a new head page");
+            match create_page(storage.as_ref(), next_page, next_seq) {
+                Ok(file) => {
+                    let entry = writer::new_page_entry(next_page, next_seq);
+                    pages.push_back(PageState::new(&entry, Some(Arc::clone(&file))));
+                    head = Some(writer::Head {
+                        file,
+                        num: next_page,
+                        offset: PAGE_HEADER_LEN as u64,
+                    });
+                    next_page += 1;
+                }
+                // The first push creates it, waiting for space.
+                Err(e) if is_disk_full(&e) => tracing::warn!(
+                    queue = %location,
+                    "no disk space for a new queue page ({e}); the first push will wait for space"
+                ),
+                Err(e) => {
+                    return Err(fail(StorageError::new(
+                        format!("creating queue page {next_page}"),
+                        e,
+                    )))
+                }
+            }
+        }
+        // A queue without a checkpoint file gets one now, before any record relies on it:
+        // from then on a checkpoint is rewritten in place, so freeing pages never needs space.
+        if !checkpoints.has_file() {
+            let cp = Checkpoint {
+                next_seq,
+                pages: pages.iter().map(PageState::checkpoint).collect(),
+            };
+            match checkpoints.write(&cp) {
+                Ok(()) => {}
+                Err(e) if e.is_disk_full() => tracing::warn!(
+                    queue = %location,
+                    "no disk space for the queue's checkpoint ({e}); acked pages are freed once it can be written"
+                ),
+                Err(e) => return Err(fail(e)),
+            }
+        }
+        let unacked = pages
+            .iter()
+            .map(|p| p.end_seq() - p.acks.first_unacked().0)
+            .sum();
+        let used_bytes = pages.iter().map(|p| p.bytes).sum();
+        let lost = recovered.lost_before_reading();
+        let reader = reader::Reader::new(pages.front());
+        let head_num = head.as_ref().map(|h| h.num);
+        tracing::info!(
+            queue = %location,
+            pages = pages.len(),
+            unacked_events = unacked,
+            bytes = used_bytes,
+            "opened persisted queue"
+        );
+        let inner = Arc::new(Inner {
+            write: Mutex::new(writer::Writer::new(head, next_page, next_seq)),
+            read: Mutex::new(reader),
+            state: Mutex::new(State {
+                head: head_num,
+                pages,
+                next_seq,
+                synced_seq: next_seq,
+                unacked,
+                unread: unacked,
+                used_bytes,
+                closed: false,
+                stopping_flusher: false,
+                flush_requested: false,
+                checkpoint_dirty: true,
+                acks_since_checkpoint: 0,
+                unsynced_files: Vec::new(),
+                pending_delete: recovered.stale,
+                batches: HashMap::new(),
+                next_token: 1,
+                failed: None,
+                lost,
+                full_logged: false,
+            }),
+            changed: Condvar::new(),
+            flush_wanted: Condvar::new(),
+            checkpoints: Mutex::new(checkpoints),
+            shut_down: AtomicBool::new(false),
+            storage,
+            cfg,
+        });
+        let worker = Arc::clone(&inner);
+        let handle = std::thread::Builder::new()
+            .name("queue-flusher".to_owned())
+            .spawn(move || worker.flusher_loop())
+            .map_err(|e| fail(StorageError::new("starting the queue flusher thread", e)))?;
+        Ok(Arc::new(PersistedQueue {
+            inner,
+            flusher: Mutex::new(Some(handle)),
+        }))
+    }
+
+    pub fn config(&self) -> &QueueConfig {
+        &self.inner.cfg
+    }
+
+    /// Appends a batch; blocks while the queue is full or the disk has no space. Returns once
+    /// the records are in the page file and, per `checkpoint.writes`, synced.
+    pub fn push(&self, batch: &mut crate::format::RecordBatch) -> Result<(), QueueError> {
+        self.inner.push(batch)
+    }
+
+    /// Takes up to `max` records. Waits for a first record, then at most `delay` for more.
+    /// `None` once the queue is closed (and, with `queue.drain`, empty).
+    pub fn read_batch(&self, max: usize, delay: Duration) -> Option<RawBatch> {
+        self.inner.read_batch(max, delay)
+    }
+
+    /// Marks a batch's records as processed. Unknown tokens are ignored.
+    pub fn ack(&self, token: u64) {
+        self.inner.ack(token)
+    }
+
+    /// Stops accepting writes and wakes everyone: writers waiting for room or disk space
+    /// return [`QueueError::Closed`]; readers stop (or, with `queue.drain`, drain first).
+    pub fn close(&self) {
+        self.inner.close()
+    }
+
+    /// Closes, syncs, writes the final checkpoint and stops the flusher. Call after every
+    /// reader has acked its last batch: then a restart replays nothing twice. Dropping the
+    /// queue does the same.
+    pub fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner.shut_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        inner.close();
+        let mut st = lock(&inner.state);
+        st.stopping_flusher = true;
+        st.checkpoint_dirty = true;
+        inner.request_flush(&mut st);
+        drop(st);
+        if let Some(h) = lock(&self.flusher).take() {
+            let _ = h.join();
+        }
+    }
+
+    pub fn stats(&self) -> QueueStats {
+        let st = lock(&self.inner.state);
+        QueueStats {
+            pages: st.pages.iter().map(PageState::checkpoint).collect(),
+            unacked_events: st.unacked,
+            unread_events: st.unread,
+            used_bytes: st.used_bytes,
+            next_seq: st.next_seq,
+            lost_events: st.lost,
+        }
+    }
+}
+
+impl Drop for PersistedQueue {
+    fn drop(&mut self) {
+        // The flusher thread holds the inner state, not this handle: stop it.
+        self.shutdown();
+    }
+}
+
+impl Inner {
+    fn request_flush(&self, st: &mut State) {
+        st.flush_requested = true;
+        self.flush_wanted.notify_one();
+    }
+
+    fn close(&self) {
+        let mut st = lock(&self.state);
+        st.closed = true;
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// Pages whose every record is acked leave the page list (all but the head page); the
+    /// flusher deletes their files once a checkpoint no longer names them.
+    fn release_acked_pages(&self, st: &mut State) {
+        let head = st.head;
+        let mut freed = 0;
+        let mut i = 0;
+        while i < st.pages.len() {
+            let p = &st.pages[i];
+            if Some(p.num) != head && p.acks.all_acked_before(p.end_seq()) {
+                let p = st.pages.remove(i).expect("index in range");
+                freed += p.bytes;
+                st.pending_delete.push(p.num);
+            } else {
+                i += 1;
+            }
+        }
+        if freed > 0 {
+            st.used_bytes -= freed;
+            st.checkpoint_dirty = true;
+            self.changed.notify_all();
+            self.flush_wanted.notify_one();
+        }
+    }
+}
+
+/// A cursor for a page that the reader moves to: at its first unacked record.
+fn cursor_at(p: &PageState) -> RecordCursor {
+    let (seq, offset) = p.acks.first_unacked();
+    RecordCursor::new(offset, seq.max(p.first_seq))
+}

@@ -1,0 +1,317 @@
+//! Reading: workers take batches of published records in sequence order and ack them in any
+//! order. The reader holds the `read` lock while it reads record bytes (through a
+//! [`RecordCursor`], the same routine recovery and the tools use) and takes `state` only to
+//! find its page and to publish what it took.
+//!
+//! Damage never stops the reader: a damaged stretch is skipped up to the next intact record,
+//! and the records it held are counted as lost, logged with their sequences, and acked so
+//! their page can go (Vector #18336, #17644: a reader stuck on one bad record forever).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{cursor_at, lock, BatchInfo, Inner, Repeated, State};
+use crate::ackset::AckRange;
+use crate::error::RecordError;
+use crate::page::page_name;
+use crate::scan::{End, RecordCursor, Step};
+use crate::storage::QueueFile;
+
+/// Records read from the queue, to be acked with `token` once processed.
+#[derive(Debug, Default)]
+pub struct RawBatch {
+    pub data: Vec<u8>,
+    /// Each record's payload range in `data`.
+    pub records: Vec<std::ops::Range<usize>>,
+    /// The sequence of the first record; the others follow without gaps.
+    pub first_seq: u64,
+    pub token: u64,
+}
+
+pub(super) struct Reader {
+    page: u64,
+    cursor: RecordCursor,
+}
+
+impl Reader {
+    pub fn new(front: Option<&super::PageState>) -> Self {
+        match front {
+            Some(p) => Reader {
+                page: p.num,
+                cursor: cursor_at(p),
+            },
+            None => Reader {
+                page: 0,
+                cursor: RecordCursor::default(),
+            },
+        }
+    }
+}
+
+/// What to read, decided under the `state` lock.
+struct Plan {
+    file: Arc<dyn QueueFile>,
+    /// Published bytes and records of the page.
+    limit: u64,
+    end_seq: u64,
+    take: u64,
+}
+
+/// Records lost to damage, found by the reader.
+struct Loss {
+    page: u64,
+    offset: u64,
+    bytes: u64,
+    range: AckRange,
+    reason: String,
+}
+
+impl Inner {
+    pub(super) fn read_batch(&self, max: usize, delay: Duration) -> Option<RawBatch> {
+        let max = max.max(1) as u64;
+        let mut r = lock(&self.read);
+        let mut deadline: Option<Instant> = None;
+        let mut read_errors: Option<Repeated> = None;
+        loop {
+            let plan = self.plan_read(&mut r, max, delay, &mut deadline)?;
+            let (batch, loss, failed) = read_records(&mut r, &plan);
+            if let Some(e) = failed {
+                read_errors
+                    .get_or_insert_with(|| Repeated::new(format!("reading queue page {}", r.page)))
+                    .failed(&e, "the records stay queued; retrying");
+                if batch.is_none() && loss.is_none() {
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+            } else if let Some(log) = &mut read_errors {
+                log.succeeded();
+            }
+            let mut st = lock(&self.state);
+            if let Some(loss) = loss {
+                self.count_loss(&mut st, loss);
+            }
+            if let Some((raw, range)) = batch {
+                let token = st.next_token;
+                st.next_token += 1;
+                st.batches.insert(
+                    token,
+                    BatchInfo {
+                        page: r.page,
+                        range,
+                    },
+                );
+                st.unread -= range.end_seq - range.start_seq;
+                return Some(RawBatch { token, ..raw });
+            }
+        }
+    }
+
+    /// Waits until there is something to read (or the queue closes) and says what.
+    fn plan_read(
+        &self,
+        r: &mut Reader,
+        max: u64,
+        delay: Duration,
+        deadline: &mut Option<Instant>,
+    ) -> Option<Plan> {
+        let mut st = lock(&self.state);
+        loop {
+            if st.closed && !(self.cfg.drain && st.unacked > 0) {
+                return None;
+            }
+            // Move on past pages that are fully read or gone.
+            let pos = st.pages.iter().position(|p| p.num >= r.page);
+            let Some(pos) = pos else {
+                st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+                continue;
+            };
+            let p = &st.pages[pos];
+            if p.num != r.page || (r.cursor.seq >= p.end_seq() && pos + 1 < st.pages.len()) {
+                let next = if p.num != r.page { pos } else { pos + 1 };
+                let p = &st.pages[next];
+                r.page = p.num;
+                r.cursor = cursor_at(p);
+                continue;
+            }
+            let available = p.end_seq().saturating_sub(r.cursor.seq);
+            if available == 0 {
+                st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            let now = Instant::now();
+            let due = *deadline.get_or_insert(now + delay);
+            if available < max && now < due && !st.closed {
+                st = self
+                    .changed
+                    .wait_timeout(st, due - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+                continue;
+            }
+            let (num, limit, end_seq) = (p.num, p.bytes, p.end_seq());
+            let file = match &p.file {
+                Some(f) => Arc::clone(f),
+                None => match self.storage.open(&page_name(num)) {
+                    Ok(f) => {
+                        st.pages[pos].file = Some(Arc::clone(&f));
+                        f
+                    }
+                    Err(e) => {
+                        let loss = Loss {
+                            page: num,
+                            offset: r.cursor.offset,
+                            bytes: limit.saturating_sub(r.cursor.offset),
+                            range: AckRange {
+                                start_seq: r.cursor.seq,
+                                end_seq,
+                                end_offset: limit,
+                            },
+                            reason: format!("the page file cannot be opened: {e}"),
+                        };
+                        r.cursor.reset(limit, end_seq);
+                        self.count_loss(&mut st, loss);
+                        continue;
+                    }
+                },
+            };
+            return Some(Plan {
+                file,
+                limit,
+                end_seq,
+                take: available.min(max),
+            });
+        }
+    }
+
+    /// Counts, logs and acks records lost to damage.
+    fn count_loss(&self, st: &mut State, loss: Loss) {
+        let n = loss.range.end_seq - loss.range.start_seq;
+        let (first, last) = (loss.range.start_seq, loss.range.end_seq - 1);
+        tracing::error!(
+            queue = %self.storage.describe(),
+            page = loss.page,
+            offset = loss.offset,
+            damaged_bytes = loss.bytes,
+            "skipping {n} event(s) lost to a damaged queue page (sequences {first}..={last}): {}",
+            loss.reason
+        );
+        st.lost += n;
+        st.unread -= n;
+        if let Some(page) = st.pages.iter_mut().find(|p| p.num == loss.page) {
+            let newly = page.acks.ack(loss.range);
+            st.unacked -= newly;
+            st.checkpoint_dirty = true;
+        }
+        self.release_acked_pages(st);
+        self.changed.notify_all();
+    }
+
+    pub(super) fn ack(&self, token: u64) {
+        let mut st = lock(&self.state);
+        let Some(info) = st.batches.remove(&token) else {
+            return;
+        };
+        let Some(page) = st.pages.iter_mut().find(|p| p.num == info.page) else {
+            return;
+        };
+        let newly = page.acks.ack(info.range);
+        st.unacked -= newly;
+        st.acks_since_checkpoint += newly;
+        if st.acks_since_checkpoint >= self.cfg.checkpoint_acks.max(1) {
+            st.checkpoint_dirty = true;
+            self.request_flush(&mut st);
+        }
+        self.release_acked_pages(&mut st);
+        self.changed.notify_all();
+    }
+}
+
+/// Reads up to `plan.take` records at the reader's position (under the read lock only). A
+/// batch ends before damaged bytes; damage met before any record is skipped (and returned as
+/// a loss) and reading goes on after it. An I/O error ends the batch too (and is returned).
+#[allow(clippy::type_complexity)]
+fn read_records(
+    r: &mut Reader,
+    plan: &Plan,
+) -> (
+    Option<(RawBatch, AckRange)>,
+    Option<Loss>,
+    Option<std::io::Error>,
+) {
+    let mut out = RawBatch {
+        first_seq: r.cursor.seq,
+        ..RawBatch::default()
+    };
+    let start_seq = r.cursor.seq;
+    let mut loss = None;
+    let mut failed = None;
+    while (out.records.len() as u64) < plan.take {
+        let step = match r
+            .cursor
+            .next(plan.file.as_ref(), plan.limit, Some(plan.end_seq))
+        {
+            Ok(step) => step,
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        };
+        match step {
+            Step::Record { payload, .. } => {
+                let start = out.data.len();
+                out.data.extend_from_slice(payload);
+                out.records.push(start..start + payload.len());
+            }
+            Step::Damaged(d) => {
+                loss = Some(Loss {
+                    page: r.page,
+                    offset: d.offset,
+                    bytes: d.bytes,
+                    range: AckRange {
+                        start_seq: d.lost.start,
+                        end_seq: d.lost.end,
+                        end_offset: d.offset + d.bytes,
+                    },
+                    reason: d.reason.to_string(),
+                });
+                break;
+            }
+            Step::End(end) => {
+                // Within published bytes: the records that should be there are lost.
+                if r.cursor.seq < plan.end_seq {
+                    let offset = end.offset(plan.limit);
+                    loss = Some(Loss {
+                        page: r.page,
+                        offset,
+                        bytes: plan.limit - offset,
+                        range: AckRange {
+                            start_seq: r.cursor.seq,
+                            end_seq: plan.end_seq,
+                            end_offset: plan.limit,
+                        },
+                        reason: match end {
+                            End::Torn { reason, .. } => reason.to_string(),
+                            End::Zeroed { .. } => RecordError::Zeros.to_string(),
+                            End::Clean => RecordError::FileTooShort.to_string(),
+                        },
+                    });
+                    r.cursor.seek(plan.limit, plan.end_seq);
+                }
+                break;
+            }
+        }
+    }
+    if out.records.is_empty() {
+        return (None, loss, failed);
+    }
+    let range = AckRange {
+        start_seq,
+        end_seq: start_seq + out.records.len() as u64,
+        end_offset: match &loss {
+            // The cursor is past the damage: the batch ends where the damage starts.
+            Some(l) if l.range.start_seq == start_seq + out.records.len() as u64 => l.offset,
+            _ => r.cursor.offset,
+        },
+    };
+    (Some((out, range)), loss, failed)
+}

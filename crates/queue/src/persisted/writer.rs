@@ -1,0 +1,199 @@
+//! Appending: a pushed batch is written to the head page with one `write_at` per page it
+//! spans, under the `write` lock, then published in `state` for readers.
+//!
+//! Durability: a push returns once its records are in the page file (so a killed process
+//! loses nothing). With `checkpoint.writes = N`, the push that leaves N or more records
+//! unsynced waits until a sync covers it; the flusher syncs for every waiting writer at once
+//! (group commit), so `N = 1` costs one fsync per *round*, not per writer. A push that leaves
+//! N/2 unsynced asks for a sync without waiting, so writers rarely reach N.
+//!
+//! A full disk: the write (or the creation of the next page) is retried with back-off while
+//! the writer holds the `write` lock, so other writers queue behind it; readers and acks go
+//! on and free space. [`super::PersistedQueue::close`] makes a waiting writer give up.
+
+use std::sync::Arc;
+
+use super::{lock, Inner, PageState};
+use crate::error::{Context, QueueError};
+use crate::format::{PageCheckpoint, RecordBatch, PAGE_HEADER_LEN, RECORD_HEADER_LEN};
+use crate::page::create_page;
+use crate::storage::QueueFile;
+
+/// The page being appended to.
+pub(super) struct Head {
+    pub file: Arc<dyn QueueFile>,
+    pub num: u64,
+    /// Where the next record goes.
+    pub offset: u64,
+}
+
+pub(super) struct Writer {
+    /// `None` until a page could be created (a full disk at open or at rollover).
+    head: Option<Head>,
+    next_page: u64,
+    next_seq: u64,
+}
+
+impl Writer {
+    pub fn new(head: Option<Head>, next_page: u64, next_seq: u64) -> Self {
+        Writer {
+            head,
+            next_page,
+            next_seq,
+        }
+    }
+}
+
+/// The checkpoint entry of a page just created.
+pub(super) fn new_page_entry(num: u64, first_seq: u64) -> PageCheckpoint {
+    PageCheckpoint {
+        num,
+        first_seq,
+        count: 0,
+        bytes: PAGE_HEADER_LEN as u64,
+        first_unacked_seq: first_seq,
+        first_unacked_offset: PAGE_HEADER_LEN as u64,
+    }
+}
+
+impl Inner {
+    pub(super) fn push(&self, batch: &mut RecordBatch) -> Result<(), QueueError> {
+        let n = batch.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let room = self.cfg.page_capacity - PAGE_HEADER_LEN as u64;
+        for i in 0..n {
+            if batch.record_size(i) as u64 > room {
+                return Err(QueueError::TooLarge {
+                    size: batch.record_size(i) - RECORD_HEADER_LEN,
+                    page_capacity: self.cfg.page_capacity,
+                });
+            }
+        }
+        let mut w = lock(&self.write);
+        self.wait_for_space(n as u64, batch.bytes() as u64)?;
+        let mut i = 0;
+        while i < n {
+            let Some(head) = &w.head else {
+                self.start_page(&mut w)?;
+                continue;
+            };
+            let room = self.cfg.page_capacity - head.offset;
+            let (mut j, mut bytes) = (i, 0u64);
+            while j < n && bytes + batch.record_size(j) as u64 <= room {
+                bytes += batch.record_size(j) as u64;
+                j += 1;
+            }
+            if j == i {
+                // The head page is full: it becomes a tail page, synced by the flusher.
+                let old = w.head.take().expect("checked above");
+                let mut st = lock(&self.state);
+                st.unsynced_files.push(old.file);
+                // Until the next page exists (the disk may be full), the old head page can
+                // be freed like any other once it is acked.
+                st.head = None;
+                self.release_acked_pages(&mut st);
+                drop(st);
+                self.start_page(&mut w)?;
+                continue;
+            }
+            let data = batch.stamp(i..j, w.next_seq);
+            let (file, num, offset) = (Arc::clone(&head.file), head.num, head.offset);
+            self.retry_while_full(&|| format!("writing queue page {num}"), || {
+                file.write_at(offset, data)
+                    .context(|| format!("writing queue page {num}"))
+            })?;
+            let head = w.head.as_mut().expect("checked above");
+            head.offset += bytes;
+            w.next_seq += (j - i) as u64;
+            let mut st = lock(&self.state);
+            let page = st.pages.back_mut().expect("the head page is listed");
+            debug_assert_eq!(page.num, num);
+            page.count += (j - i) as u64;
+            page.bytes += bytes;
+            st.next_seq = w.next_seq;
+            st.unacked += (j - i) as u64;
+            st.unread += (j - i) as u64;
+            st.used_bytes += bytes;
+            drop(st);
+            self.changed.notify_all();
+            i = j;
+        }
+        let end_seq = w.next_seq;
+        drop(w);
+        let mut st = lock(&self.state);
+        let limit = self.cfg.checkpoint_writes.max(1);
+        let unsynced = end_seq.saturating_sub(st.synced_seq);
+        if unsynced < limit && unsynced >= limit.div_ceil(2) && !st.flush_requested {
+            // Halfway to the limit: start a sync now, so that it is usually done before a
+            // push reaches the limit and would have to wait for one.
+            self.request_flush(&mut st);
+        }
+        if unsynced >= limit {
+            self.request_flush(&mut st);
+            while st.synced_seq < end_seq {
+                if let Some(f) = &st.failed {
+                    return Err(QueueError::Failed(f.clone()));
+                }
+                st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_for_space(&self, events: u64, bytes: u64) -> Result<(), QueueError> {
+        let mut st = lock(&self.state);
+        loop {
+            if st.closed {
+                return Err(QueueError::Closed);
+            }
+            if let Some(f) = &st.failed {
+                return Err(QueueError::Failed(f.clone()));
+            }
+            // An empty queue always takes a batch, so a batch that alone exceeds a limit
+            // cannot hang its writer (Logstash #16172).
+            let empty = st.unacked == 0;
+            let events_ok = self.cfg.max_events == 0 || st.unacked + events <= self.cfg.max_events;
+            let bytes_ok = st.used_bytes + bytes <= self.cfg.max_bytes;
+            if empty || (events_ok && bytes_ok) {
+                st.full_logged = false;
+                return Ok(());
+            }
+            if !st.full_logged {
+                st.full_logged = true;
+                tracing::debug!(
+                    unacked = st.unacked,
+                    bytes = st.used_bytes,
+                    "queue full (queue.max_events / queue.max_bytes): inputs wait for acks"
+                );
+            }
+            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Creates the next head page, waiting for disk space if need be.
+    fn start_page(&self, w: &mut Writer) -> Result<(), QueueError> {
+        let (num, first_seq) = (w.next_page, w.next_seq);
+        let file = self.retry_while_full(&|| format!("creating queue page {num}"), || {
+            create_page(self.storage.as_ref(), num, first_seq)
+                .context(|| format!("creating queue page {num}"))
+        })?;
+        w.next_page += 1;
+        w.head = Some(Head {
+            file: Arc::clone(&file),
+            num,
+            offset: PAGE_HEADER_LEN as u64,
+        });
+        let mut st = lock(&self.state);
+        let entry = new_page_entry(num, first_seq);
+        st.pages.push_back(PageState::new(&entry, Some(file)));
+        st.head = Some(num);
+        st.used_bytes += PAGE_HEADER_LEN as u64;
+        st.checkpoint_dirty = true;
+        // The old head page, if fully acked, can go now.
+        self.release_acked_pages(&mut st);
+        self.request_flush(&mut st);
+        Ok(())
+    }
+}
