@@ -86,8 +86,12 @@ pub enum Finding {
     },
     /// A page file that holds unacked records is missing.
     MissingPage { page: u64, lost: Range<u64> },
-    /// Sequences missing between two pages.
-    Gap { before_page: u64, lost: Range<u64> },
+    /// Sequences missing between two pages (with the page files missing there, if any).
+    Gap {
+        before_page: u64,
+        missing_pages: Range<u64>,
+        lost: Range<u64>,
+    },
 }
 
 fn range(r: &Range<u64>) -> String {
@@ -207,11 +211,26 @@ impl fmt::Display for Finding {
             Finding::MissingPage { page, lost } => {
                 write!(f, "page {page} is missing: {} lost", range(lost))
             }
-            Finding::Gap { before_page, lost } => write!(
-                f,
-                "{} missing before page {before_page}: lost",
-                range(lost)
-            ),
+            Finding::Gap {
+                before_page,
+                missing_pages,
+                lost,
+            } => match missing_pages.end - missing_pages.start {
+                0 => write!(f, "{} missing before page {before_page}: lost", range(lost)),
+                1 => write!(
+                    f,
+                    "page {} is missing: {} lost",
+                    missing_pages.start,
+                    range(lost)
+                ),
+                _ => write!(
+                    f,
+                    "pages {}..={} are missing: {} lost",
+                    missing_pages.start,
+                    missing_pages.end - 1,
+                    range(lost)
+                ),
+            },
         }
     }
 }
@@ -405,12 +424,14 @@ impl Surveyor<'_, '_> {
             .max()
             .unwrap_or(0);
         let mut prev_end: Option<u64> = None;
+        let mut prev_num: Option<u64> = None;
         let first_present = files.first().copied();
         let newest = files.last().copied();
         for plan in plans {
             if !files.contains(&plan.num) {
                 let Some(p) = plan.listed else { continue };
                 prev_end = Some(p.end_seq());
+                prev_num = Some(p.num);
                 if p.unacked() == 0 {
                     continue;
                 }
@@ -433,13 +454,16 @@ impl Surveyor<'_, '_> {
                 // that first listed them was written.
                 if let (Some(end), None) = (prev_end, plan.listed) {
                     if info.entry.first_seq > end {
+                        let after = prev_num.map_or(plan.num, |n| n + 1);
                         self.out.findings.push(Finding::Gap {
                             before_page: plan.num,
+                            missing_pages: after.min(plan.num)..plan.num,
                             lost: end..info.entry.first_seq,
                         });
                     }
                 }
                 prev_end = Some(info.entry.end_seq());
+                prev_num = Some(plan.num);
                 self.out.pages.push(info);
             }
         }
