@@ -169,6 +169,7 @@ pub struct Agent {
     finished_send_to: BTreeSet<String>,
     /// What the monitoring API sees: running pipelines and reload outcomes.
     monitor: sluice_api::Registry,
+    live: crate::shutdown::Live,
 }
 
 /// Builds a pipeline's queue from its settings.
@@ -257,6 +258,7 @@ impl Agent {
             shutting_down: false,
             finished_send_to: BTreeSet::new(),
             monitor: sluice_api::Registry::new(),
+            live: Arc::default(),
         }
     }
 
@@ -311,6 +313,7 @@ impl Agent {
         );
         let running = runtime::start(spec.settings.clone(), compiled, queue)
             .map_err(|e| format!("pipeline {}: starting: {e}", spec.id))?;
+        crate::shutdown::lock(&self.live).insert(spec.id.clone(), running.watch());
         self.monitor.pipeline_started(sluice_api::PipelineView {
             id: spec.id.clone(),
             settings: spec.settings.clone(),
@@ -341,17 +344,26 @@ impl Agent {
     }
 
     /// Asks every pipeline's sources to stop; pipelines then finish upstream first.
+    /// (The signal thread has already interrupted them through [`Agent::live`], even while
+    /// this thread is busy finishing a pipeline.)
     pub fn request_shutdown(&mut self) {
         self.shutting_down = true;
         for e in self.pipelines.values() {
-            e.running.stop_inputs();
+            e.running.watch().interrupt();
         }
     }
 
+    /// The running pipelines, kept up to date for other threads (the signal thread).
+    pub fn live(&self) -> crate::shutdown::Live {
+        Arc::clone(&self.live)
+    }
+
     /// Finishes pipelines that are done, upstream first. A pipeline is done when its sources
-    /// have finished, no running pipeline sends to it, and — if it listens on addresses — the
-    /// process is shutting down or a pipeline that sent to it has finished (a pipeline that
-    /// only listens waits for its senders). Returns true when no pipeline is left.
+    /// have finished (or the process is shutting down, or the pipeline halted: an input
+    /// blocked on its source is then left behind after a grace period), no running pipeline
+    /// sends to it, and — if it listens on addresses — the process is shutting down or a
+    /// pipeline that sent to it has finished (a pipeline that only listens waits for its
+    /// senders). Returns true when no pipeline is left.
     pub fn step(&mut self) -> bool {
         loop {
             let ready: Vec<String> = self
@@ -361,9 +373,10 @@ impl Agent {
                     let listens_done = e.addresses.is_empty()
                         || self.shutting_down
                         || !self.finished_send_to.is_disjoint(&e.addresses);
-                    e.running.active_inputs_finished()
-                        && listens_done
-                        && self.upstream_of(id).is_empty()
+                    let sources_done = e.running.active_inputs_finished()
+                        || self.shutting_down
+                        || e.running.halted();
+                    sources_done && listens_done && self.upstream_of(id).is_empty()
                 })
                 .map(|(id, _)| id.clone())
                 .collect();
@@ -381,6 +394,7 @@ impl Agent {
     fn finish(&mut self, id: String, e: Entry) {
         tracing::info!(pipeline = %id, "pipeline finishing: draining in-flight events");
         e.running.finish(INPUT_GRACE);
+        crate::shutdown::lock(&self.live).remove(&id);
         self.monitor.pipeline_stopped(&id);
         self.finished_send_to.extend(e.send_to);
         tracing::info!(pipeline = %id, "pipeline stopped");
@@ -453,6 +467,7 @@ impl Agent {
                 tracing::info!(pipeline = %id, "configuration changed; restarting the pipeline");
                 old.running.stop_inputs();
                 old.running.finish(INPUT_GRACE);
+                crate::shutdown::lock(&self.live).remove(&id);
             }
             match self.launch(spec, loaded.fingerprint, compiled, addresses, send_to) {
                 Ok(()) => {

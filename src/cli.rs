@@ -24,6 +24,11 @@ pub struct Cli {
     #[arg(short = 'u', long = "pipeline.batch.delay", value_name = "MILLIS")]
     pub batch_delay: Option<u64>,
 
+    /// When a stop stalls on an output that does not return, exit after the stall reports
+    /// even if events in a memory queue are lost (pipeline.unsafe_shutdown).
+    #[arg(long = "pipeline.unsafe_shutdown")]
+    pub unsafe_shutdown: bool,
+
     /// Directory holding sluice.yml (or logstash.yml).
     #[arg(long = "path.settings", value_name = "DIR")]
     pub path_settings: Option<std::path::PathBuf>,

@@ -8,6 +8,7 @@
 mod agent;
 mod cli;
 mod run;
+mod shutdown;
 
 use std::process::ExitCode;
 

@@ -78,7 +78,7 @@ pub fn run(args: &Cli) -> Result<(), String> {
         return Ok(());
     }
 
-    let signals = watch_signals()?;
+    let signals = watch_signals(agent.live())?;
     let reload_auto = settings.config_reload_automatic.unwrap_or(false);
     let reload_every = settings
         .config_reload_interval
@@ -105,7 +105,6 @@ pub fn run(args: &Cli) -> Result<(), String> {
         let stops = signals.stop.load(Ordering::SeqCst);
         if stops > seen_stop {
             seen_stop = stops;
-            tracing::info!("shutdown requested; stopping inputs and draining in-flight events");
             agent.request_shutdown();
         }
         let hups = signals.hup.load(Ordering::SeqCst);
@@ -221,6 +220,9 @@ fn base_overrides(args: &Cli, settings: &Settings) -> PipelineOverrides {
     if let Some(ms) = args.batch_delay {
         base.batch_delay = Some(Duration::from_millis(ms));
     }
+    if args.unsafe_shutdown {
+        base.unsafe_shutdown = Some(true);
+    }
     base
 }
 
@@ -248,6 +250,7 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
     if let Some(d) = o.batch_delay {
         ps.batch_delay = d;
     }
+    ps.unsafe_shutdown = o.unsafe_shutdown.unwrap_or(false);
     // One worker keeps events in order; several cannot (as in Logstash, which refuses the
     // combination too).
     if o.ordered.as_deref() == Some("true") && ps.workers > 1 {
@@ -267,8 +270,9 @@ struct Signals {
     hup: Arc<AtomicUsize>,
 }
 
-/// Counts SIGINT/SIGTERM and SIGHUP on a background thread. The second SIGINT exits at once.
-fn watch_signals() -> Result<Signals, String> {
+/// Counts SIGINT/SIGTERM and SIGHUP on a background thread. A second SIGINT or SIGTERM exits at
+/// once, whatever the shutdown is waiting for.
+fn watch_signals(live: crate::shutdown::Live) -> Result<Signals, String> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let s = Signals {
         stop: Arc::new(AtomicUsize::new(0)),
@@ -285,10 +289,14 @@ fn watch_signals() -> Result<Signals, String> {
                     hup.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
-                let n = stop.fetch_add(1, Ordering::SeqCst) + 1;
-                if n >= 2 && sig == SIGINT {
-                    eprintln!("second SIGINT: exiting without draining");
-                    std::process::exit(130);
+                if stop.fetch_add(1, Ordering::SeqCst) == 0 {
+                    crate::shutdown::stop(&live);
+                } else {
+                    let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                    eprintln!(
+                        "second stop signal ({name}): exiting without finishing in-flight batches (persisted queues replay them at the next start; events in memory queues are lost)"
+                    );
+                    std::process::exit(128 + sig);
                 }
             }
         })

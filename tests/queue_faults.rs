@@ -10,6 +10,8 @@
 //!
 //! Test names follow the peer bugs of `../shared/DESIGN.md` where one applies.
 
+mod api_support;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -404,4 +406,46 @@ fn missing_page_after_the_checkpoint_is_reported_as_loss() {
         std::fs::remove_file(page_path(q, page)).unwrap();
         l.in_page(page)
     });
+}
+
+/// Every loss is counted where operators look: `queue.lost_events` in `/_node/stats` and a
+/// Prometheus counter, both with losses found at start (a missing page) and by the reader (a
+/// damaged record).
+#[test]
+fn lost_events_are_counted_in_the_monitoring_api() {
+    let dir = api_support::temp_dir("queue-lost");
+    let qdir = dir.join("data/queue/main");
+    let l = backlog(&qdir);
+    let page = l.pages[2];
+    std::fs::remove_file(page_path(&qdir, page)).unwrap();
+    let (p, offset, _) = l.records[2500];
+    flip(&page_path(&qdir, p), offset + 20);
+    let lost = l.in_page(page).len() as u64 + 1;
+    let out = dir.join("out.txt");
+    let config = format!(
+        "input {{ stdin {{ }} }} output {{ file {{ path => \"{}\" }} }}",
+        out.display()
+    );
+    let sluice = api_support::Sluice::start(
+        &dir,
+        "queue.type: persisted\nqueue.page_capacity: 32kb\napi.http.port: 9600-9700\n",
+        "",
+        &["-e", &config],
+    );
+    let stats = sluice.wait_for(30, "the backlog to drain", |v| {
+        v["pipelines"]["main"]["queue"]["unacked_events"] == 0
+    });
+    assert_eq!(
+        stats["pipelines"]["main"]["queue"]["lost_events"], lost,
+        "{stats:#}"
+    );
+    let metrics = sluice.get("/metrics").body;
+    let line = format!(
+        "sluice_pipeline_queue_lost_events_total{{pipeline=\"main\",type=\"persisted\"}} {lost}"
+    );
+    assert!(
+        metrics.lines().any(|l| l == line),
+        "{line} not in\n{metrics}"
+    );
+    sluice.stop();
 }

@@ -14,7 +14,7 @@
 //! [`crate::settings`]: flat or nested, `${VAR}` substitution, typed values). Accepted per
 //! pipeline: `pipeline.id`, `path.config`, `config.string`, `config.support_escapes`,
 //! `pipeline.workers`, `pipeline.batch.size`, `pipeline.batch.delay`, `pipeline.ordered`,
-//! `pipeline.ecs_compatibility`, `queue.type`, `path.queue`, `queue.page_capacity`,
+//! `pipeline.ecs_compatibility`, `pipeline.unsafe_shutdown`, `queue.type`, `path.queue`, `queue.page_capacity`,
 //! `queue.max_events`, `queue.max_bytes`, `queue.checkpoint.acks`,
 //! `queue.checkpoint.writes`, `queue.checkpoint.retry`, `queue.drain`, and (as in
 //! `sluice.yml`) `queue.checkpoint.interval` (no effect, warned) and `queue.compression`
@@ -83,6 +83,7 @@ const PIPELINE_KEYS: &[&str] = &[
     "pipeline.batch.delay",
     "pipeline.ordered",
     "pipeline.ecs_compatibility",
+    "pipeline.unsafe_shutdown",
     "queue.type",
     "path.queue",
     "queue.page_capacity",

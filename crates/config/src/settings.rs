@@ -36,6 +36,7 @@
 //! | `pipeline.workers`, `pipeline.batch.size` | [`PipelineOverrides`] | positive integer |
 //! | `pipeline.batch.delay` | [`PipelineOverrides::batch_delay`] | number of milliseconds |
 //! | `pipeline.ordered` | [`PipelineOverrides::ordered`] | `auto` `true` `false` |
+//! | `pipeline.unsafe_shutdown` | [`PipelineOverrides::unsafe_shutdown`] | boolean |
 //! | `pipeline.ecs_compatibility` | [`PipelineOverrides::ecs_compatibility`] | `disabled` `v1` `v8` |
 //! | `queue.type` | [`QueueOverrides::queue_type`] | `memory` `persisted` |
 //! | `path.queue` | [`QueueOverrides::path`] | path |
@@ -66,7 +67,7 @@
 //! setting that sluice does not support"), so that nothing is silently ignored: `xpack.*`,
 //! `dead_letter_queue.*`, `path.dead_letter_queue`, `modules`, `cloud.id`, `cloud.auth`,
 //! `path.plugins`, `path.settings` (command line only), `pipeline.plugin_classloaders`,
-//! `pipeline.separate_logs`, `pipeline.unsafe_shutdown`, `pipeline.reloadable`,
+//! `pipeline.separate_logs`, `pipeline.reloadable`,
 //! `pipeline.system`, `pipeline.recoverable`, `pipeline.batch.output_chunking.*`,
 //! `pipeline.batch.metrics.*`, `pipeline.buffer.type`, `config.debug`,
 //! `config.field_reference.escape_style`, `metric.collect`, `slowlog.*`, `keystore.*`,
@@ -199,6 +200,9 @@ pub struct PipelineOverrides {
     pub ordered: Option<String>,
     /// `pipeline.ecs_compatibility`: `disabled`, `v1` or `v8` (default `v8`).
     pub ecs_compatibility: Option<String>,
+    /// `pipeline.unsafe_shutdown` (default false): when a stop stalls on an output that does
+    /// not return, exit anyway after the stall reports, losing what a memory queue holds.
+    pub unsafe_shutdown: Option<bool>,
 }
 
 impl PipelineOverrides {
@@ -214,6 +218,7 @@ impl PipelineOverrides {
                 .ecs_compatibility
                 .clone()
                 .or_else(|| base.ecs_compatibility.clone()),
+            unsafe_shutdown: self.unsafe_shutdown.or(base.unsafe_shutdown),
         }
     }
 }
@@ -658,6 +663,7 @@ pub(crate) const SETTINGS_KEYS: &[&str] = &[
     "pipeline.batch.delay",
     "pipeline.ordered",
     "pipeline.ecs_compatibility",
+    "pipeline.unsafe_shutdown",
     "queue.type",
     "path.queue",
     "queue.page_capacity",
@@ -722,10 +728,6 @@ const LOGSTASH_ONLY: &[(&str, &str)] = &[
     ),
     ("pipeline.plugin_classloaders", "sluice has no Java plugins"),
     ("pipeline.separate_logs", ""),
-    (
-        "pipeline.unsafe_shutdown",
-        "sluice always finishes in-flight batches on shutdown",
-    ),
     ("pipeline.reloadable", ""),
     ("pipeline.system", ""),
     ("pipeline.recoverable", ""),
@@ -1168,6 +1170,7 @@ pub(crate) fn apply_pipeline_key(
         "pipeline.batch.delay" => p.batch_delay = v.millis()?,
         "pipeline.ordered" => p.ordered = v.one_of(ORDERED)?,
         "pipeline.ecs_compatibility" => p.ecs_compatibility = v.one_of(ECS)?,
+        "pipeline.unsafe_shutdown" => p.unsafe_shutdown = v.boolean()?,
         "queue.type" => {
             q.queue_type = v
                 .one_of(&["memory", "persisted"])?

@@ -144,6 +144,7 @@ pipeline.batch.size: 500
 pipeline.batch.delay: 20
 pipeline.ordered: auto
 pipeline.ecs_compatibility: disabled
+pipeline.unsafe_shutdown: true
 queue.type: persisted
 path.queue: /var/lib/sluice/queue
 queue.page_capacity: 16mb
@@ -196,6 +197,7 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
             batch_delay: Some(Duration::from_millis(20)),
             ordered: Some("auto".into()),
             ecs_compatibility: Some("disabled".into()),
+            unsafe_shutdown: Some(true),
         }
     );
     assert_eq!(
@@ -537,12 +539,6 @@ fn logstash_settings_sluice_does_not_support_are_errors() {
             1,
             1,
             "pipeline.separate_logs",
-        ),
-        (
-            "pipeline.unsafe_shutdown: true",
-            1,
-            1,
-            "pipeline.unsafe_shutdown",
         ),
         ("path.plugins: [/opt/plugins]", 1, 1, "path.plugins"),
         ("path.settings: /etc/logstash", 1, 1, "path.settings"),

@@ -19,7 +19,7 @@ pub mod registry;
 pub mod runtime;
 
 pub use options::{ConfigError, Options, PluginKind};
-pub use plugin::{Codec, Filter, Input, InputContext, Output, OutputError, Stopped};
+pub use plugin::{Codec, Failure, Filter, Input, InputContext, Output, OutputError, Stopped};
 pub use registry::Registry;
 pub use runtime::{PipelineSettings, RunningPipeline};
 

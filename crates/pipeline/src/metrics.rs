@@ -8,7 +8,7 @@
 //! multi-threaded generator, or the `pipeline` outputs of other pipelines through the bus).
 //! Readers sum everything on demand ([`PipelineMetrics::totals`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// A counter written by one thread only and read by any.
@@ -52,6 +52,58 @@ impl PluginCounters {
     }
 }
 
+/// What a worker is busy with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doing {
+    /// Waiting for a batch, or between batches.
+    Idle,
+    /// Running a batch through the filters.
+    Filters,
+    /// Writing a batch to output `k` (config order).
+    Output(usize),
+}
+
+/// What a worker is doing and since when, for the reports of a stalled shutdown. Set by the
+/// worker when it starts a batch, for each output and when done: a few stores per batch,
+/// never per event.
+#[derive(Debug, Default)]
+pub struct Activity {
+    /// 0 idle, 1 filters, 2 + k output k.
+    doing: AtomicUsize,
+    /// Milliseconds since the pipeline started.
+    since_ms: AtomicU64,
+    /// Events in the batch.
+    events: AtomicU64,
+}
+
+impl Activity {
+    pub fn set(&self, doing: Doing, since: Duration, events: u64) {
+        let code = match doing {
+            Doing::Idle => 0,
+            Doing::Filters => 1,
+            Doing::Output(k) => 2 + k,
+        };
+        self.events.store(events, Ordering::Relaxed);
+        self.since_ms
+            .store(since.as_millis() as u64, Ordering::Relaxed);
+        self.doing.store(code, Ordering::Release);
+    }
+
+    /// What, since when (time since the pipeline started), on how many events.
+    pub fn get(&self) -> (Doing, Duration, u64) {
+        let doing = match self.doing.load(Ordering::Acquire) {
+            0 => Doing::Idle,
+            1 => Doing::Filters,
+            k => Doing::Output(k - 2),
+        };
+        (
+            doing,
+            Duration::from_millis(self.since_ms.load(Ordering::Relaxed)),
+            self.events.load(Ordering::Relaxed),
+        )
+    }
+}
+
 /// One worker's figures: the batches it processed and, per filter and output, what went
 /// through that plugin in this worker.
 #[derive(Debug)]
@@ -66,6 +118,7 @@ pub struct WorkerMetrics {
     pub batches: Counter,
     pub filters: Box<[PluginCounters]>,
     pub outputs: Box<[PluginCounters]>,
+    pub activity: Activity,
 }
 
 impl WorkerMetrics {
@@ -77,6 +130,7 @@ impl WorkerMetrics {
             batches: Counter::default(),
             filters: (0..filters).map(|_| PluginCounters::default()).collect(),
             outputs: (0..outputs).map(|_| PluginCounters::default()).collect(),
+            activity: Activity::default(),
         }
     }
 

@@ -7,7 +7,8 @@
 //!   `remove_field`, `remove_tag`) apply. New events go into `emit` and flow through the rest of
 //!   the filters. A filter never panics on bad data: it tags the event.
 //! - [`Output`]: shared by all workers; gets every event of a batch that reached it and returns
-//!   only when they are handed on (an error makes the worker retry the batch with back-off).
+//!   only when they are handed on. Its error says what the worker does ([`Failure`]): retry
+//!   the batch with back-off, give it up as rejected, or stop the pipeline.
 //! - [`Codec`]: bytes to events and back; one instance per input/output thread.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,18 +30,45 @@ pub trait Filter: Send {
     fn flush(&mut self, _emit: &mut Vec<Event>) {}
 }
 
+/// What became of a batch an output could not write, and so what the worker does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Trying the same batch again can succeed (a destination down, a full disk): the worker
+    /// retries with back-off. After a stop signal it gives up instead, leaving the batch
+    /// unacked (a persisted queue replays it at the next start).
+    Retry,
+    /// The batch can never be written: it is logged and counted, then acked.
+    Reject,
+    /// The destination is gone for good (standard output closed): the pipeline stops, and the
+    /// batch stays unacked.
+    Closed,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputError {
     pub message: String,
-    /// Whether trying the same batch again can succeed.
-    pub retryable: bool,
+    pub failure: Failure,
 }
 
 impl OutputError {
     pub fn retryable(message: impl Into<String>) -> Self {
         OutputError {
             message: message.into(),
-            retryable: true,
+            failure: Failure::Retry,
+        }
+    }
+
+    pub fn rejected(message: impl Into<String>) -> Self {
+        OutputError {
+            message: message.into(),
+            failure: Failure::Reject,
+        }
+    }
+
+    pub fn closed(message: impl Into<String>) -> Self {
+        OutputError {
+            message: message.into(),
+            failure: Failure::Closed,
         }
     }
 }

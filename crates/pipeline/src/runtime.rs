@@ -2,10 +2,18 @@
 //!
 //! Worker loop: read a batch (up to `batch_size`, waiting at most `batch_delay` to fill) →
 //! filters → drop cancelled events → route to outputs → write each output's share (retrying
-//! with back-off on errors) → ack. Shutdown: inputs are told to stop (or finish on their own),
-//! the queue is closed, workers drain it, filters are flushed, outputs closed.
+//! with back-off on errors) → ack. Shutdown: inputs are told to stop (or finish on their own;
+//! one blocked on its source is left behind after a grace period), the queue is closed,
+//! workers drain it, filters are flushed, outputs closed.
+//!
+//! A stop signal ([`RunningPipeline::interrupt`]) also makes a failing output give up its
+//! batch instead of retrying it forever: the batch stays unacked (a persisted queue replays it
+//! at the next start; for a memory queue the undelivered events are counted in the log), and
+//! the workers take no more batches. An output whose destination is gone for good (standard
+//! output closed) stops the pipeline the same way. [`PipelineWatch`] tells what a shutdown is
+//! still waiting for, plugin by plugin.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -13,8 +21,8 @@ use std::time::{Duration, Instant};
 use sluice_event::Event;
 
 use crate::graph::{route, Compiled, FilterChain, Node};
-use crate::metrics::PipelineMetrics;
-use crate::plugin::{InputContext, OutputError};
+use crate::metrics::{Doing, PipelineMetrics};
+use crate::plugin::{Failure, InputContext};
 use crate::queue::EventQueue;
 use crate::registry::BuiltOutput;
 
@@ -24,6 +32,8 @@ pub struct PipelineSettings {
     pub workers: usize,
     pub batch_size: usize,
     pub batch_delay: Duration,
+    /// `pipeline.unsafe_shutdown`: a stop that stalls may exit anyway (see the agent).
+    pub unsafe_shutdown: bool,
 }
 
 impl Default for PipelineSettings {
@@ -33,12 +43,14 @@ impl Default for PipelineSettings {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             batch_size: 125,
             batch_delay: Duration::from_millis(50),
+            unsafe_shutdown: false,
         }
     }
 }
 
 pub struct RunningPipeline {
     settings: PipelineSettings,
+    shared: Arc<Shared>,
     /// Tells active inputs (sources) to stop.
     stopping: Arc<AtomicBool>,
     /// Tells passive inputs (`pipeline` inputs) to stop; set only when the pipeline finishes.
@@ -57,6 +69,16 @@ struct Shared {
     outputs: Arc<Vec<BuiltOutput>>,
     output_tree: Arc<Vec<Node>>,
     metrics: Arc<PipelineMetrics>,
+    /// Tells active inputs to stop (the same flag as [`RunningPipeline`]'s).
+    stopping: Arc<AtomicBool>,
+    /// A stop signal came: a failing output gives up its batch instead of retrying.
+    interrupted: AtomicBool,
+    /// A batch was given up (or an output closed): workers take no more batches.
+    halted: AtomicBool,
+    /// Events of the batches given up.
+    given_up: AtomicU64,
+    /// Set once [`RunningPipeline::finish`] is done.
+    finished: AtomicBool,
 }
 
 /// Starts inputs and workers.
@@ -78,6 +100,11 @@ pub fn start(
         outputs: Arc::new(std::mem::take(&mut compiled.outputs)),
         output_tree: Arc::new(std::mem::take(&mut compiled.output_tree)),
         metrics: Arc::clone(&metrics),
+        stopping: Arc::clone(&stopping),
+        interrupted: AtomicBool::new(false),
+        halted: AtomicBool::new(false),
+        given_up: AtomicU64::new(0),
+        finished: AtomicBool::new(false),
     });
 
     let mut workers = Vec::with_capacity(settings.workers.max(1));
@@ -129,6 +156,7 @@ pub fn start(
 
     Ok(RunningPipeline {
         settings,
+        shared: Arc::clone(&shared),
         stopping,
         stopping_passive,
         inputs_running,
@@ -143,72 +171,214 @@ pub fn start(
 fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     let s = &shared.settings;
     let counters = &shared.metrics.workers[worker];
+    let activity = &counters.activity;
     // Without filters an event's memory is all its input's: hand it back to be freed there.
     // Filters (grok, geoip...) allocate most of an event in this thread: free it here.
     let recycle = chain.is_empty();
-    while let Some(batch) = shared.queue.read_batch(s.batch_size, s.batch_delay) {
+    while !shared.halted.load(Ordering::Relaxed) {
+        let Some(batch) = shared.queue.read_batch(s.batch_size, s.batch_delay) else {
+            break;
+        };
         let started = Instant::now();
+        let since = started.duration_since(shared.metrics.started);
+        activity.set(Doing::Filters, since, batch.events.len() as u64);
         let mut events = batch.events;
         chain.run(&mut events);
         events.retain(|e| !e.is_cancelled());
-        deliver(shared, &events, worker);
-        shared.queue.ack(batch.token);
         let n = events.len() as u64;
+        if deliver(shared, &events, worker) {
+            shared.queue.ack(batch.token);
+        } else {
+            // Not acked: a persisted queue keeps the batch for the next start.
+            shared.given_up.fetch_add(n, Ordering::Relaxed);
+            shared.halted.store(true, Ordering::Relaxed);
+        }
+        activity.set(Doing::Idle, since, 0);
         if recycle {
             shared.queue.recycle(events);
         }
         counters.record_batch(n, n, started.elapsed());
     }
     let mut rest = chain.flush();
-    if !rest.is_empty() {
+    if !rest.is_empty() && !shared.halted.load(Ordering::Relaxed) {
         let started = Instant::now();
         chain.run(&mut rest);
         rest.retain(|e| !e.is_cancelled());
-        deliver(shared, &rest, worker);
         let n = rest.len() as u64;
+        if !deliver(shared, &rest, worker) {
+            shared.given_up.fetch_add(n, Ordering::Relaxed);
+        }
         counters.record_batch(n, n, started.elapsed());
     }
 }
 
 /// Routes a batch to the outputs and writes each output's share. The per-output lists are
-/// allocated once per batch.
-fn deliver(shared: &Shared, events: &[Event], worker: usize) {
+/// allocated once per batch. False when an output gave the batch up (it must not be acked).
+fn deliver(shared: &Shared, events: &[Event], worker: usize) -> bool {
     let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
     route(&shared.output_tree, events, &mut per_output);
-    let counters = &shared.metrics.workers[worker].outputs;
-    for ((out, list), c) in shared.outputs.iter().zip(&per_output).zip(counters.iter()) {
+    let w = &shared.metrics.workers[worker];
+    for (k, ((out, list), c)) in shared
+        .outputs
+        .iter()
+        .zip(&per_output)
+        .zip(w.outputs.iter())
+        .enumerate()
+    {
         if !list.is_empty() {
             let started = Instant::now();
-            let written = write_with_retry(out, list);
             let n = list.len() as u64;
-            c.record(n, if written { n } else { 0 }, started.elapsed());
+            w.activity.set(
+                Doing::Output(k),
+                started.duration_since(shared.metrics.started),
+                n,
+            );
+            let written = write_with_retry(shared, out, list);
+            c.record(
+                n,
+                if written == Written::Yes { n } else { 0 },
+                started.elapsed(),
+            );
+            if written == Written::GaveUp {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    Yes,
+    /// Rejected for good: logged, and acked like a written batch.
+    Rejected,
+    /// Not written, and not to be acked.
+    GaveUp,
+}
+
+/// Writes a batch, retrying with back-off while the output says it may succeed later, until
+/// a stop signal. Repeated failures are logged once, then a count a minute.
+fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Written {
+    let mut backoff = Duration::from_millis(50);
+    let mut log: Option<sluice_queue::repeated::Repeated> = None;
+    loop {
+        let e = match out.output.write(events) {
+            Ok(()) => {
+                if let Some(log) = &mut log {
+                    log.succeeded();
+                }
+                return Written::Yes;
+            }
+            Err(e) => e,
+        };
+        match e.failure {
+            Failure::Retry if shared.interrupted.load(Ordering::Relaxed) => {
+                tracing::warn!(pipeline = %shared.settings.id, output = %out.id, error = %e.message, events = events.len(), "output failing at shutdown: giving up the batch (not acknowledged)");
+                return Written::GaveUp;
+            }
+            Failure::Retry => {
+                log.get_or_insert_with(|| {
+                    sluice_queue::repeated::Repeated::new(format!("output {}", out.id))
+                })
+                .failed(&e.message, "retrying the batch with back-off");
+                // Slept in slices, so that a stop signal is seen at once.
+                let until = Instant::now() + backoff;
+                while Instant::now() < until && !shared.interrupted.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20).min(backoff));
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+            Failure::Reject => {
+                tracing::error!(pipeline = %shared.settings.id, output = %out.id, error = %e.message, events = events.len(), "output rejected the batch permanently");
+                return Written::Rejected;
+            }
+            Failure::Closed => {
+                if !shared.halted.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(pipeline = %shared.settings.id, output = %out.id, "{}: stopping the pipeline", e.message);
+                }
+                shared.stopping.store(true, Ordering::SeqCst);
+                return Written::GaveUp;
+            }
         }
     }
 }
 
-/// Writes a batch, retrying while the output says it may succeed later. False when the output
-/// rejected it permanently.
-fn write_with_retry(out: &BuiltOutput, events: &[&Event]) -> bool {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        match out.output.write(events) {
-            Ok(()) => return true,
-            Err(OutputError {
-                message,
-                retryable: true,
-            }) => {
-                tracing::warn!(output = %out.id, error = %message, retry_in = ?backoff, "output failed; retrying the batch");
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(10));
+/// A handle on a running pipeline for other threads, usable while
+/// [`RunningPipeline::finish`] runs: to interrupt it (a stop signal) and to tell what its
+/// shutdown is waiting for.
+#[derive(Clone)]
+pub struct PipelineWatch {
+    shared: Arc<Shared>,
+}
+
+impl PipelineWatch {
+    /// A stop signal: inputs stop, and an output that fails gives its batch up instead of
+    /// retrying it (see the module docs).
+    pub fn interrupt(&self) {
+        self.shared.interrupted.store(true, Ordering::SeqCst);
+        self.shared.stopping.store(true, Ordering::SeqCst);
+    }
+
+    pub fn id(&self) -> &str {
+        &self.shared.settings.id
+    }
+
+    pub fn finished(&self) -> bool {
+        self.shared.finished.load(Ordering::SeqCst)
+    }
+
+    /// Whether stopping now loses nothing: a persisted queue keeps unacked batches.
+    pub fn persisted(&self) -> bool {
+        self.shared.queue.figures().kind == "persisted"
+    }
+
+    pub fn unsafe_shutdown(&self) -> bool {
+        self.shared.settings.unsafe_shutdown
+    }
+
+    /// Events the workers hold and the queue holds (unread).
+    pub fn in_flight(&self) -> (u64, u64) {
+        let busy = (self.shared.metrics.workers.iter())
+            .map(|w| w.activity.get())
+            .filter(|(d, _, _)| *d != Doing::Idle)
+            .map(|(_, _, n)| n)
+            .sum();
+        (busy, self.shared.queue.figures().unread_events)
+    }
+
+    /// One line: the busy workers and the plugin each one is in, for how long.
+    pub fn report(&self) -> String {
+        let m = &self.shared.metrics;
+        let now = m.started.elapsed();
+        let busy: Vec<String> = (m.workers.iter().enumerate())
+            .filter_map(|(i, w)| {
+                let (doing, since, n) = w.activity.get();
+                let secs = now.saturating_sub(since).as_secs();
+                match doing {
+                    Doing::Idle => None,
+                    Doing::Filters => Some(format!(
+                        "worker {i} in the filters for {secs} s ({n} events)"
+                    )),
+                    Doing::Output(k) => {
+                        let p = &m.plugins.outputs[k];
+                        Some(format!(
+                            "worker {i} in output {} (id {}) for {secs} s ({n} events)",
+                            p.name, p.id
+                        ))
+                    }
+                }
+            })
+            .collect();
+        let (held, queued) = self.in_flight();
+        format!(
+            "pipeline {}: {held} event(s) in workers, {queued} queued; {}",
+            self.id(),
+            if busy.is_empty() {
+                "workers are draining the queue".to_owned()
+            } else {
+                busy.join("; ")
             }
-            Err(OutputError {
-                message,
-                retryable: false,
-            }) => {
-                tracing::error!(output = %out.id, error = %message, events = events.len(), "output rejected the batch permanently");
-                return false;
-            }
-        }
+        )
     }
 }
 
@@ -241,13 +411,25 @@ impl RunningPipeline {
         self.stopping.store(true, Ordering::SeqCst);
     }
 
+    /// True once an output closed for good or a batch was given up: the pipeline stops.
+    pub fn halted(&self) -> bool {
+        self.shared.halted.load(Ordering::Relaxed)
+    }
+
+    pub fn watch(&self) -> PipelineWatch {
+        PipelineWatch {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     /// Completes shutdown: waits up to `grace` for inputs to return (an input blocked reading
     /// a source that never ends, like a terminal, is left behind), then closes the queue, lets
     /// the workers drain it and closes the outputs.
     pub fn finish(self, grace: Duration) {
         self.stop_inputs();
         self.stopping_passive.store(true, Ordering::SeqCst);
-        let deadline = Instant::now() + grace;
+        // A halted pipeline delivers nothing more: no reason to wait for its inputs.
+        let deadline = Instant::now() + if self.halted() { Duration::ZERO } else { grace };
         while !self.inputs_finished() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -265,6 +447,15 @@ impl RunningPipeline {
                 tracing::error!(output = %out.id, error = %e, "closing output failed");
             }
         }
+        let figures = self.queue.figures();
+        let given_up = self.shared.given_up.load(Ordering::Relaxed);
+        if figures.kind == "memory" && self.shared.halted.load(Ordering::Relaxed) {
+            let lost = given_up + figures.unread_events;
+            if lost > 0 {
+                tracing::error!(pipeline = %self.settings.id, events = lost, "{lost} event(s) were not delivered and are lost (memory queue: {given_up} given up by a failing output, {} left in the queue); a persisted queue (queue.type: persisted) keeps them", figures.unread_events);
+            }
+        }
         self.queue.shutdown();
+        self.shared.finished.store(true, Ordering::SeqCst);
     }
 }

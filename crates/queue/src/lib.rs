@@ -98,6 +98,7 @@ pub mod memory;
 pub mod page;
 pub mod persisted;
 pub mod recovery;
+pub mod repeated;
 pub mod scan;
 pub mod sim;
 pub mod storage;

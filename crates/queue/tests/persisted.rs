@@ -397,6 +397,8 @@ fn full_disk_frees_acked_pages_without_new_space_logstash_8098() {
     writer.join().unwrap();
     got.extend(drain(&q, true));
     assert_eq!(got, names(0..110));
+    // (The flusher deletes acked pages in the background; shutdown waits for it.)
+    q.shutdown();
     assert!(page_count(&s) < pages, "acked pages were freed");
 }
 

@@ -2,7 +2,10 @@
 //! sprintf references (`/var/log/%{type}-%{+yyyy.MM.dd}.log`).
 //!
 //! A batch is grouped by rendered path and each group is written with one `write` call, so a
-//! batch is in the operating system's hands before it is acked. Open files are kept in a map;
+//! batch is in the operating system's hands before it is acked. A batch is written whole or
+//! not at all: when a write fails part-way (a full disk), every file the batch went to is cut
+//! back to where it stood before, so the retried batch is written once and no line is left
+//! torn. Open files are kept in a map;
 //! a file deleted from under us is recreated (`create_if_deleted`). Events whose path renders
 //! with unresolved references or `..` go to `filename_failure` in the same directory as
 //! Logstash does.
@@ -117,6 +120,8 @@ impl Output for FileOutput {
             };
             st.codec.encode(e, &mut groups[i].1);
         }
+        // Bytes of this batch already in each file, to take back if a later write fails.
+        let mut written: Vec<(PathBuf, u64)> = Vec::with_capacity(groups.len());
         for (path, buf) in groups {
             let deleted = self.create_if_deleted && st.files.contains_key(&path) && !path.exists();
             if deleted || (self.overwrite && st.files.contains_key(&path)) {
@@ -124,13 +129,21 @@ impl Output for FileOutput {
             }
             let file = match st.files.entry(path.clone()) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(self.open(&path).map_err(|e| {
-                        OutputError::retryable(format!("opening {}: {e}", path.display()))
-                    })?)
-                }
+                std::collections::hash_map::Entry::Vacant(v) => match self.open(&path) {
+                    Ok(f) => v.insert(f),
+                    Err(e) => {
+                        roll_back(st, &written);
+                        return Err(OutputError::retryable(format!(
+                            "opening {}: {e}",
+                            path.display()
+                        )));
+                    }
+                },
             };
-            if let Err(e) = file.write_all(&buf) {
+            let (done, result) = write_counted(file, &buf);
+            written.push((path.clone(), done));
+            if let Err(e) = result {
+                roll_back(st, &written);
                 // Drop the handle so the retry reopens the file.
                 st.files.remove(&path);
                 return Err(OutputError::retryable(format!(
@@ -149,5 +162,39 @@ impl Output for FileOutput {
                 .map_err(|e| OutputError::retryable(format!("syncing {}: {e}", path.display())))?;
         }
         Ok(())
+    }
+}
+
+/// Writes `buf`, returning how many of its bytes reached the file (all of them, or fewer when
+/// an error cut the write short).
+fn write_counted(file: &mut File, buf: &[u8]) -> (u64, std::io::Result<()>) {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.write(&buf[done..]) {
+            Ok(0) => return (done as u64, Err(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (done as u64, Err(e)),
+        }
+    }
+    (done as u64, Ok(()))
+}
+
+/// Cuts each file back by the bytes this batch appended to it (no disk space needed).
+fn roll_back(st: &mut State, written: &[(PathBuf, u64)]) {
+    for (path, bytes) in written.iter().filter(|(_, b)| *b > 0) {
+        let cut = match st.files.get(path) {
+            Some(f) => f
+                .metadata()
+                .and_then(|m| f.set_len(m.len().saturating_sub(*bytes))),
+            None => Err(std::io::Error::other("the file is no longer open")),
+        };
+        if let Err(e) = cut {
+            tracing::error!(
+                path = %path.display(),
+                bytes,
+                "cannot take back the part of a failed batch already written ({e}); the retry may repeat those lines"
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! `stdout`: encodes a batch with its codec (`rubydebug` by default) into one buffer and writes
-//! it to standard output in one call.
+//! it to standard output in one call. A closed standard output (`sluice ... | head -1`) stops
+//! the pipeline; other write errors are retried.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -29,6 +30,11 @@ impl Output for Stdout {
         let mut out = std::io::stdout().lock();
         out.write_all(&buf)
             .and_then(|()| out.flush())
-            .map_err(|e| OutputError::retryable(format!("writing to standard output: {e}")))
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::BrokenPipe => {
+                    OutputError::closed("standard output is closed (broken pipe)")
+                }
+                _ => OutputError::retryable(format!("writing to standard output: {e}")),
+            })
     }
 }

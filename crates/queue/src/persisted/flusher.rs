@@ -11,9 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{lock, Inner, PageState, Repeated};
+use super::{lock, Inner, PageState};
 use crate::format::Checkpoint;
 use crate::page::page_name;
+use crate::repeated::Repeated;
 use crate::storage::QueueFile;
 
 impl Inner {

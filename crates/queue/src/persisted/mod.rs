@@ -21,13 +21,14 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::ackset::{AckRange, AckSet};
 use crate::checkpoint::CheckpointStore;
 use crate::error::{is_disk_full, Context, QueueError, StorageError};
 use crate::format::{Checkpoint, PageCheckpoint, PAGE_HEADER_LEN, RECORD_HEADER_LEN};
 use crate::page::{create_page, page_name};
+use crate::repeated::Repeated;
 use crate::scan::RecordCursor;
 use crate::storage::{QueueFile, Storage};
 
@@ -188,58 +189,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Logs a failure that keeps repeating (an I/O call retried while the disk is full) once,
-/// then how often it failed at most once a minute, then that it succeeded.
-pub(crate) struct Repeated {
-    what: String,
-    last: Option<String>,
-    failures: u64,
-    next_report: Instant,
-}
-
-const REPORT_EVERY: Duration = Duration::from_secs(60);
-
-impl Repeated {
-    pub(crate) fn new(what: impl Into<String>) -> Self {
-        Repeated {
-            what: what.into(),
-            last: None,
-            failures: 0,
-            next_report: Instant::now(),
-        }
-    }
-
-    pub(crate) fn failed(&mut self, error: &dyn std::fmt::Display, consequence: &str) {
-        let msg = error.to_string();
-        self.failures += 1;
-        let now = Instant::now();
-        if self.last.as_deref() != Some(msg.as_str()) {
-            tracing::warn!("{} failed: {msg}; {consequence}", self.what);
-            self.last = Some(msg);
-            self.next_report = now + REPORT_EVERY;
-        } else if now >= self.next_report {
-            tracing::warn!(
-                "{} still failing ({} attempts so far): {msg}; {consequence}",
-                self.what,
-                self.failures
-            );
-            self.next_report = now + REPORT_EVERY;
-        }
-    }
-
-    pub(crate) fn succeeded(&mut self) {
-        if self.failures > 0 {
-            tracing::info!(
-                "{}: succeeded after {} failed attempt(s)",
-                self.what,
-                self.failures
-            );
-            self.failures = 0;
-            self.last = None;
-        }
-    }
-}
-
 impl Inner {
     /// Runs `op`, retrying with back-off while the disk is full (logged as [`Repeated`]
     /// does); gives up with [`QueueError::Closed`] once the queue closes. Any other error fails
@@ -261,12 +210,14 @@ impl Inner {
                     return Ok(v);
                 }
                 Err(e) if e.is_disk_full() => {
-                    if lock(&self.state).closed {
-                        return Err(QueueError::Closed);
-                    }
                     log.get_or_insert_with(|| Repeated::new(what()))
                         .failed(&e, "retrying (writers wait, nothing queued is lost)");
-                    std::thread::sleep(delay);
+                    // Woken early by acks (which may free space) and by close.
+                    let st = lock(&self.state);
+                    if st.closed {
+                        return Err(QueueError::Closed);
+                    }
+                    drop(self.changed.wait_timeout(st, delay));
                     delay = (delay * 2).min(Duration::from_secs(1));
                 }
                 Err(e) => {

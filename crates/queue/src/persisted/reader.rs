@@ -10,10 +10,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{cursor_at, lock, BatchInfo, Inner, Repeated, State};
+use super::{cursor_at, lock, BatchInfo, Inner, State};
 use crate::ackset::AckRange;
 use crate::error::RecordError;
 use crate::page::page_name;
+use crate::repeated::Repeated;
 use crate::scan::{End, RecordCursor, Step};
 use crate::storage::QueueFile;
 

@@ -1,0 +1,346 @@
+//! Stopping, through the real binary, when I/O is blocked: a closed standard output, an output
+//! that fails (retrying), an output that never returns, an input blocked on its source. A stop
+//! must always end the process; a persisted queue must keep what was not delivered; a memory
+//! queue must say what was lost.
+
+mod tmpfs;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-stop-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("settings")).unwrap();
+    d
+}
+
+/// A sluice process whose log (stderr) is collected.
+struct Run {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Run {
+    fn start(dir: &Path, settings: &str, config: &str, stdin: Stdio, stdout: Stdio) -> Run {
+        std::fs::write(
+            dir.join("settings/sluice.yml"),
+            format!(
+                "path.data: {}\napi.enabled: false\n{settings}",
+                dir.join("data").display()
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["--log.level", "info", "-w", "2", "--path.settings"])
+            .arg(dir.join("settings"))
+            .args(["-e", config])
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&log);
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        Run { child, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn wait_log(&self, what: &str, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !self.log().contains(what) {
+            assert!(
+                Instant::now() < deadline,
+                "no {what:?} in the log within {secs} s:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    }
+
+    /// Waits for the exit; a process still running after `secs` is a hang (killed, failed).
+    fn exit(&mut self, secs: u64) -> ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Let the log reader take the last lines.
+                std::thread::sleep(Duration::from_millis(50));
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!("sluice did not exit within {secs} s:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sequence → times delivered, from a file of json_lines events.
+fn sequences(out: &Path) -> BTreeMap<i64, usize> {
+    let mut seqs = BTreeMap::new();
+    for line in std::fs::read_to_string(out).unwrap_or_default().lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        *seqs
+            .entry(v["event"]["sequence"].as_i64().unwrap())
+            .or_default() += 1;
+    }
+    seqs
+}
+
+/// `sluice ... | head -1`: the reader goes away, writing to standard output fails with EPIPE,
+/// and the pipeline ends cleanly instead of retrying forever.
+#[test]
+fn closed_standard_output_ends_the_pipeline() {
+    let dir = temp_dir("head");
+    let mut run = Run::start(
+        &dir,
+        "",
+        "input { generator { count => 1000000 } } output { stdout { codec => json_lines } }",
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let mut stdout = run.child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let status = run.exit(10);
+    assert!(status.success(), "{status}\n{}", run.log());
+    let log = run.log();
+    assert!(log.contains("standard output is closed"), "{log}");
+    // A memory queue: what was not delivered is counted.
+    assert!(log.contains("were not delivered and are lost"), "{log}");
+}
+
+/// An output writing to a read-only file system fails on every try. A stop signal makes it
+/// give its batch up; the persisted queue keeps every event, and the next start (with the
+/// output fixed) delivers each exactly once.
+#[test]
+fn stop_signal_ends_a_failing_output_and_the_persisted_queue_keeps_its_events() {
+    let dir = temp_dir("failing-persisted");
+    let Some(ro) = tmpfs::Tmpfs::mount(&dir.join("ro"), "1m", "ro") else {
+        return;
+    };
+    let settings = "queue.type: persisted\nqueue.page_capacity: 1mb\n";
+    let config = |out: &Path| {
+        format!(
+            "input {{ generator {{ count => 3000 }} }} output {{ file {{ path => \"{}\" }} }}",
+            out.display()
+        )
+    };
+    let mut run = Run::start(
+        &dir,
+        settings,
+        &config(&ro.path.join("out.log")),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    run.wait_log("Read-only file system", 30);
+    run.signal("-TERM");
+    let status = run.exit(10);
+    assert!(status.success(), "{status}\n{}", run.log());
+    let log = run.log();
+    assert!(log.contains("giving up the batch"), "{log}");
+    assert!(log.contains("stay in the persisted queue"), "{log}");
+    // Retried many times, logged once per worker (then a count a minute), plus the give-up.
+    let lines = log.matches("Read-only file system").count();
+    assert!(lines <= 2 + 2, "{lines} lines:\n{log}");
+
+    let out = dir.join("out.log");
+    let mut drain = Run::start(
+        &dir,
+        &format!("{settings}queue.drain: true\n"),
+        &config(&out).replace("generator { count => 3000 }", "stdin { }"),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    assert!(drain.exit(60).success(), "{}", drain.log());
+    let seqs = sequences(&out);
+    assert_eq!(seqs.len(), 3000, "{}", drain.log());
+    assert!(seqs.values().all(|&n| n == 1), "duplicates");
+    assert_eq!(*seqs.keys().last().unwrap(), 2999);
+}
+
+/// The same with a memory queue: the stop still ends the process, and the log counts the
+/// events that are lost.
+#[test]
+fn stop_signal_ends_a_failing_output_and_a_memory_queue_counts_its_loss() {
+    let dir = temp_dir("failing-memory");
+    let Some(ro) = tmpfs::Tmpfs::mount(&dir.join("ro"), "1m", "ro") else {
+        return;
+    };
+    let mut run = Run::start(
+        &dir,
+        "",
+        &format!(
+            "input {{ generator {{ }} }} output {{ file {{ path => \"{}\" }} }}",
+            ro.path.join("out.log").display()
+        ),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    run.wait_log("Read-only file system", 30);
+    run.signal("-INT");
+    let status = run.exit(10);
+    assert!(status.success(), "{status}\n{}", run.log());
+    assert!(
+        run.log().contains("were not delivered and are lost"),
+        "{}",
+        run.log()
+    );
+}
+
+/// An input blocked reading its source (a terminal, a pipe nobody writes to) does not keep a
+/// stop signal from ending the process.
+#[test]
+fn stop_signal_does_not_wait_for_an_input_blocked_on_its_source() {
+    let dir = temp_dir("stdin");
+    let mut run = Run::start(
+        &dir,
+        "queue.type: persisted\n",
+        "input { stdin { } } output { null { } }",
+        Stdio::piped(),
+        Stdio::null(),
+    );
+    run.wait_log("starting pipeline", 30);
+    run.signal("-TERM");
+    let status = run.exit(10);
+    assert!(status.success(), "{status}\n{}", run.log());
+}
+
+/// An output that never returns (standard output into a pipe nobody reads) cannot be
+/// interrupted. The stalled shutdown is reported, naming the plugin; with a memory queue (and
+/// no `pipeline.unsafe_shutdown`) the process waits, and a second signal forces the exit.
+#[test]
+fn stalled_shutdown_names_the_blocking_output_and_a_second_signal_forces_exit() {
+    let dir = temp_dir("stalled-memory");
+    let mut run = Run::start(
+        &dir,
+        "",
+        "input { generator { } } output { stdout { id => \"blocked_out\" codec => json_lines } }",
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    run.wait_log("starting pipeline", 30);
+    // Fill the pipe: nobody reads it, so the output's write blocks.
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("-TERM");
+    run.wait_log("shutdown stalled", 30);
+    let log = run.log();
+    assert!(log.contains("in output stdout (id blocked_out)"), "{log}");
+    assert!(run.child.try_wait().unwrap().is_none(), "exited by itself");
+    run.signal("-TERM");
+    let status = run.exit(10);
+    assert_eq!(status.code(), Some(128 + 15), "{}", run.log());
+}
+
+/// With a persisted queue, ending a stalled shutdown loses nothing: after the stall reports
+/// the process exits by itself, and the next start delivers what the blocked output never
+/// took.
+#[test]
+fn stalled_shutdown_with_a_persisted_queue_exits_and_loses_nothing() {
+    let dir = temp_dir("stalled-persisted");
+    let settings = "queue.type: persisted\nqueue.page_capacity: 1mb\n";
+    let mut run = Run::start(
+        &dir,
+        settings,
+        "input { generator { count => 20000 } } output { stdout { codec => json_lines } }",
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    // Read a little, then stop reading: the output blocks with batches in flight.
+    let mut stdout = run.child.stdout.take().unwrap();
+    let mut some = vec![0u8; 4096];
+    stdout.read_exact(&mut some).unwrap();
+    run.wait_log("starting pipeline", 30);
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("-TERM");
+    let status = run.exit(60);
+    assert_eq!(status.code(), Some(1), "{}", run.log());
+    assert!(run.log().contains("forcing exit"), "{}", run.log());
+    // What the pipe took (read or buffered) was delivered; the rest is in the queue.
+    let mut taken = some;
+    stdout.read_to_end(&mut taken).unwrap();
+    let text = String::from_utf8_lossy(&taken).into_owned();
+    let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
+    for line in text.lines().filter(|l| l.ends_with('}')) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            *seen
+                .entry(v["event"]["sequence"].as_i64().unwrap())
+                .or_default() += 1;
+        }
+    }
+
+    let out = dir.join("out.log");
+    let mut drain = Run::start(
+        &dir,
+        &format!("{settings}queue.drain: true\n"),
+        &format!(
+            "input {{ stdin {{ }} }} output {{ file {{ path => \"{}\" }} }}",
+            out.display()
+        ),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    assert!(drain.exit(60).success(), "{}", drain.log());
+    for (seq, n) in sequences(&out) {
+        *seen.entry(seq).or_default() += n;
+    }
+    // At-least-once: every generated event, some (the batches in flight) twice.
+    let max = *seen.keys().last().unwrap();
+    assert_eq!(seen.len() as i64, max + 1, "gaps in 0..={max}");
+    assert!(max > 1000, "only {max} events generated");
+}
+
+/// `pipeline.unsafe_shutdown: true`: a stalled shutdown with a memory queue exits after the
+/// reports, and says what it lost.
+#[test]
+fn unsafe_shutdown_ends_a_stalled_memory_pipeline() {
+    let dir = temp_dir("unsafe");
+    let mut run = Run::start(
+        &dir,
+        "pipeline.unsafe_shutdown: true\n",
+        "input { generator { } } output { stdout { codec => json_lines } }",
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    run.wait_log("starting pipeline", 30);
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("-INT");
+    let status = run.exit(60);
+    assert_eq!(status.code(), Some(1), "{}", run.log());
+    let log = run.log();
+    assert!(log.contains("in memory queues are lost"), "{log}");
+}
