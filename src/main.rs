@@ -7,6 +7,7 @@
 
 mod agent;
 mod cli;
+mod log;
 mod run;
 mod shutdown;
 
@@ -21,7 +22,7 @@ fn main() -> ExitCode {
             action: cli::ConfigAction::Parse(src),
         }) => run::config_parse(src),
         Some(cli::Command::Queue { action }) => {
-            run::init_logging(args.log_level.as_deref());
+            log::init(args.log_level.as_deref());
             run::queue_tool(action)
         }
         None => run::run(&args),

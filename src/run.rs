@@ -15,22 +15,6 @@ use sluice_pipeline::{graph, PipelineSettings};
 use crate::agent::{Agent, Source, Spec};
 use crate::cli::{Cli, ParseArgs};
 
-pub fn init_logging(level: Option<&str>) {
-    let level = match level.unwrap_or("info") {
-        "fatal" | "error" => tracing::Level::ERROR,
-        "warn" => tracing::Level::WARN,
-        "debug" => tracing::Level::DEBUG,
-        "trace" => tracing::Level::TRACE,
-        _ => tracing::Level::INFO,
-    };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-}
-
 pub fn config_parse(args: &ParseArgs) -> Result<(), String> {
     let opts = ParseOptions {
         support_escapes: args.support_escapes,
@@ -55,7 +39,7 @@ pub fn run(args: &Cli) -> Result<(), String> {
         Some(dir) => sluice_config::settings::load_settings(dir).map_err(|e| e.to_string())?,
         None => Settings::default(),
     };
-    init_logging(args.log_level.as_deref().or(settings.log_level.as_deref()));
+    crate::log::init(args.log_level.as_deref().or(settings.log_level.as_deref()));
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }

@@ -602,3 +602,75 @@ fn tls_from_a_pem_keystore() {
     sluice.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Slow and idle clients cannot hold the API's sockets: a connection that sends no request,
+/// half a header, or goes quiet after a response is closed by the server after its header
+/// timeout (5 s), and the API keeps answering others.
+#[test]
+fn slow_and_idle_connections_are_closed() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let dir = temp_dir("slow");
+    let sluice = Sluice::start(
+        &dir,
+        "",
+        "",
+        &[
+            "-e",
+            "input { pipeline { address => \"api-slow\" } } output { null {} }",
+        ],
+    );
+    let connect = || {
+        let s = TcpStream::connect(("127.0.0.1", sluice.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s
+    };
+    let mut silent: Vec<TcpStream> = (0..8).map(|_| connect()).collect();
+    let mut partial = connect();
+    partial.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let mut idle = connect();
+    idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    // The response, whole (its length from Content-Length).
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = idle.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before responding");
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len: usize = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(|v| v.trim().parse().unwrap())
+                })
+                .unwrap();
+            if got.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+    // Every one of them is closed by the server (EOF), not left open until our 20 s timeout.
+    let started = Instant::now();
+    for (i, s) in silent
+        .iter_mut()
+        .chain([&mut partial, &mut idle])
+        .enumerate()
+    {
+        match s.read(&mut buf) {
+            Ok(0) => {}
+            Ok(n) => panic!("connection {i}: {n} unexpected bytes"),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!(
+                "connection {i} still open after {:?}: {e}",
+                started.elapsed()
+            ),
+        }
+    }
+    assert_eq!(sluice.get("/").status, 200);
+    sluice.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -290,3 +290,73 @@ fn pipeline_settings_ecs_default_and_ordered() {
     assert!(String::from_utf8_lossy(&bad.stderr)
         .contains("pipeline.ordered: true needs pipeline.workers: 1"));
 }
+
+/// 10,000 nested `if`s, parentheses or arrays used to overflow the stack (exit 134); now the
+/// config is refused with the position of the first level too deep.
+#[test]
+fn deeply_nested_configs_are_refused_with_a_location() {
+    let dir = temp_dir("deep");
+    let n = 10_000;
+    for (name, text) in [
+        (
+            "if",
+            format!(
+                "input {{ stdin {{}} }}\nfilter {{\n{}drop {{}}\n{}}}\n",
+                "if [a] {\n".repeat(n),
+                "}\n".repeat(n)
+            ),
+        ),
+        (
+            "parens",
+            format!(
+                "filter {{ if {}[a]{} {{ drop {{}} }} }}",
+                "(".repeat(n),
+                ")".repeat(n)
+            ),
+        ),
+        (
+            "arrays",
+            format!(
+                "filter {{ mutate {{ add_tag => {}1{} }} }}",
+                "[".repeat(n),
+                "]".repeat(n)
+            ),
+        ),
+    ] {
+        let path = dir.join(format!("{name}.conf"));
+        std::fs::write(&path, text).unwrap();
+        let out = sluice()
+            .args(["-t", "-f", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}.conf:"))
+                && err.contains("nested more than 100 levels deep"),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// Text from events that goes into the log (here: input that is not JSON) cannot start a log
+/// line of its own: the record stays one line, its newlines escaped.
+#[test]
+fn event_text_cannot_forge_a_log_line() {
+    let out = run_with_stdin(
+        &["-e", "input { stdin { codec => json } } output { null {} }"],
+        "not json\n2026-01-01T00:00:00Z ERROR forged by an event\n",
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("JSON parse failure"), "{err}");
+    assert!(
+        !err.lines()
+            .any(|l| l.starts_with("2026-01-01T00:00:00Z ERROR forged")),
+        "a log line was forged:\n{err}"
+    );
+    assert!(
+        err.contains("\\n2026-01-01T00:00:00Z ERROR forged"),
+        "{err}"
+    );
+}

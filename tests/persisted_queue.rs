@@ -273,3 +273,42 @@ fn inspect_verify_and_repair_a_damaged_queue() {
         "{n} events after repair of {unacked}"
     );
 }
+
+/// A run that ends (its input finished) with events still in the persisted queue
+/// (`queue.drain: false`) says how many, where, and what processes them; `queue inspect`
+/// agrees.
+#[test]
+fn a_run_that_leaves_events_in_the_queue_says_so() {
+    let dir = temp_dir("left");
+    let settings = write_settings(&dir, "");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--log.level", "warn", "-w", "1", "--path.settings"])
+        .arg(&settings)
+        .args([
+            "-e",
+            "input { generator { count => 200000 } } output { stdout { codec => rubydebug } }",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let qdir = dir.join("data/queue/main");
+    let line = err
+        .lines()
+        .find(|l| l.contains("stay in the persisted queue"))
+        .unwrap_or_else(|| panic!("no word about the events left:\n{err}"));
+    assert!(line.contains(&qdir.display().to_string()), "{line}");
+    assert!(line.contains("queue.drain: true"), "{line}");
+    let left: u64 = line
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    let inspect = sluice_out(&["queue", "inspect", qdir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        text.contains(&format!("unacked events: {left}")),
+        "{line}\n{text}"
+    );
+}

@@ -275,19 +275,24 @@ fn reload_applies_good_configs_keeps_old_on_broken_ones_and_loses_nothing() {
         })
     };
     wait_for(&|e| e.len() > 1000, "first events");
-    // A broken config: the running pipeline keeps running.
-    std::fs::write(
-        s.join("pipelines.yml"),
-        entry("main", &config("2", "bogus => 1")),
-    )
-    .unwrap();
-    signal(&child, "-HUP");
-    std::thread::sleep(Duration::from_millis(300));
-    let before = lines(&out).len();
-    wait_for(
-        &|e| e.len() > before + 1000,
-        "the old pipeline to keep running",
+    // Broken configs: the running pipeline keeps running. One has an unknown option; one
+    // nests 10,000 `if`s (it used to overflow the stack and take the process down).
+    let deep = format!(
+        "input {{ generator {{ }} }} filter {{ {} mutate {{ }} {} }} output {{ null {{ }} }}",
+        "if [a] { ".repeat(10_000),
+        "} ".repeat(10_000)
     );
+    let size = || std::fs::metadata(&out).map_or(0, |m| m.len());
+    for broken in [config("2", "bogus => 1"), deep] {
+        std::fs::write(s.join("pipelines.yml"), entry("main", &broken)).unwrap();
+        signal(&child, "-HUP");
+        std::thread::sleep(Duration::from_millis(300));
+        let before = size();
+        // About 1,000 more events.
+        wait_until("the old pipeline to keep running", || {
+            size() > before + 200_000
+        });
+    }
     // A good config: the pipeline restarts with it.
     std::fs::write(s.join("pipelines.yml"), entry("main", &config("3", ""))).unwrap();
     signal(&child, "-HUP");

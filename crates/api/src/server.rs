@@ -2,7 +2,9 @@
 //!
 //! It runs on its own thread with a single-threaded tokio runtime (hyper's HTTP/1.1 server);
 //! requests are answered from atomics and short locks, so one thread is plenty and the
-//! pipelines' cores are left alone. A second thread samples every pipeline's counters once a
+//! pipelines' cores are left alone. A connection that does not send a whole request header
+//! within [`HEADER_TIMEOUT`] (a new one, or a kept-alive one gone idle), or does not finish its
+//! TLS handshake within it, is closed: slow or idle clients cannot hold sockets forever. A second thread samples every pipeline's counters once a
 //! second for the flow rates.
 
 use std::convert::Infallible;
@@ -22,6 +24,10 @@ use tokio_rustls::rustls;
 use crate::node::{NodeIdentity, ProcessTracker};
 use crate::registry::{Registry, SAMPLE_EVERY};
 use crate::stats::{Context, NodeConfig};
+
+/// How long a client may take to send a request's header (from the connection's start, or
+/// from the previous response on a kept-alive connection), or its TLS handshake.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
 const DASHBOARD_HTML: &str = include_str!("dashboard/index.html");
 const DASHBOARD_JS: &str = include_str!("dashboard/app.js");
@@ -278,6 +284,7 @@ pub fn start(
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
+        .enable_time()
         .build()
         .map_err(|e| format!("monitoring API: {e}"))?;
     let auth = resolved.basic_auth.map(Arc::new);
@@ -311,15 +318,29 @@ pub fn start(
                             let response = handle(&ctx, auth.as_deref(), &req);
                             async move { Ok::<_, Infallible>(response) }
                         });
-                        let http = hyper::server::conn::http1::Builder::new();
+                        let mut http = hyper::server::conn::http1::Builder::new();
+                        http.timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(HEADER_TIMEOUT);
                         let result = match tls {
-                            Some(acceptor) => match acceptor.accept(stream).await {
-                                Ok(s) => http.serve_connection(TokioIo::new(s), service).await,
-                                Err(e) => {
-                                    tracing::debug!("monitoring API: TLS handshake failed: {e}");
-                                    return;
+                            Some(acceptor) => {
+                                match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream))
+                                    .await
+                                {
+                                    Ok(Ok(s)) => {
+                                        http.serve_connection(TokioIo::new(s), service).await
+                                    }
+                                    Ok(Err(e)) => {
+                                        tracing::debug!(
+                                            "monitoring API: TLS handshake failed: {e}"
+                                        );
+                                        return;
+                                    }
+                                    Err(_) => {
+                                        tracing::debug!("monitoring API: TLS handshake timed out");
+                                        return;
+                                    }
                                 }
-                            },
+                            }
                             None => http.serve_connection(TokioIo::new(stream), service).await,
                         };
                         if let Err(e) = result {

@@ -94,6 +94,7 @@ impl Parser<'_> {
     /// `cs condition cs "{" cs (branch_or_plugin cs)* "}"`, after `if` / `else if`.
     fn branch_rest(&mut self, span: Span) -> PResult<Branch> {
         self.c.cs();
+        self.condition_size = 0;
         let condition = self.condition()?;
         self.c.cs();
         let body = self.block()?;
@@ -106,9 +107,10 @@ impl Parser<'_> {
 
     /// `"{" cs (branch_or_plugin cs)* "}"`
     fn block(&mut self) -> PResult<Vec<Statement>> {
+        let opened = self.c.pos;
         self.c.expect("{", None)?;
         self.c.cs();
-        let body = self.statements()?;
+        let body = self.nested("if/else blocks", opened, Self::statements)?;
         self.c.expect("}", None)?;
         Ok(body)
     }
@@ -135,6 +137,7 @@ impl Parser<'_> {
                 break;
             };
             self.c.cs();
+            self.grow_condition()?;
             match self.expression() {
                 Ok(e) => {
                     ops.push(op);
@@ -154,7 +157,8 @@ impl Parser<'_> {
         // "(" cs condition cs ")"
         if self.c.eat("(") {
             self.c.cs();
-            if let Ok(e) = self.condition() {
+            self.grow_condition()?;
+            if let Ok(e) = self.nested("parentheses", start, Self::condition) {
                 self.c.cs();
                 if self.c.expect(")", None).is_ok() {
                     return Ok(Parsed::Expr(e));
@@ -168,7 +172,8 @@ impl Parser<'_> {
             let after_bang = self.c.pos;
             if self.c.eat("(") {
                 self.c.cs();
-                if let Ok(e) = self.condition() {
+                self.grow_condition()?;
+                if let Ok(e) = self.nested("parentheses", after_bang, Self::condition) {
                     self.c.cs();
                     if self.c.expect(")", None).is_ok() {
                         return Ok(Parsed::Expr(Expr::Not(Box::new(e))));

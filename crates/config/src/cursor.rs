@@ -31,6 +31,9 @@ pub(crate) struct Cursor<'a> {
     /// A specific message for the furthest failure (e.g. an unterminated string), and the
     /// position to report it at.
     special: Option<(usize, String)>,
+    /// A failure that ends the parse wherever it happened (a nesting limit), with the
+    /// position to report it at: no alternative is tried after it.
+    fatal: Option<(usize, String)>,
 }
 
 impl<'a> Cursor<'a> {
@@ -49,6 +52,7 @@ impl<'a> Cursor<'a> {
             furthest: 0,
             expected: Vec::new(),
             special: None,
+            fatal: None,
         }
     }
 
@@ -148,6 +152,19 @@ impl<'a> Cursor<'a> {
         Fail
     }
 
+    /// A failure that ends the whole parse (see `fatal`), reported at `at`; the first one is
+    /// reported.
+    pub fn fatal(&mut self, at: usize, message: String) -> Fail {
+        if self.fatal.is_none() {
+            self.fatal = Some((at, message));
+        }
+        Fail
+    }
+
+    pub fn is_fatal(&self) -> bool {
+        self.fatal.is_some()
+    }
+
     /// Skips whitespace and `#` comments (the grammar's `cs`).
     pub fn cs(&mut self) {
         loop {
@@ -204,6 +221,9 @@ impl<'a> Cursor<'a> {
 
     /// The error for a failed parse, from the furthest failure recorded.
     pub fn error(&self, source_name: &str) -> ParseError {
+        if let Some((at, message)) = &self.fatal {
+            return ParseError::at(source_name, self.span_at(*at), message.clone());
+        }
         if let Some((report, message)) = &self.special {
             return ParseError::at(source_name, self.span_at(*report), message.clone());
         }

@@ -30,6 +30,7 @@ pub use ast::*;
 pub use env::substitute_vars;
 pub use error::{LoadError, ParseError};
 pub use load::load_path;
+pub use parser::{MAX_CONDITION_SIZE, MAX_NESTING};
 pub use pipelines::{load_pipelines, parse_pipelines, parse_pipelines_with, PipelineEntry};
 pub use settings::{
     load_settings, parse_port_range, parse_settings, parse_settings_with, parse_size,

@@ -5,15 +5,29 @@
 //! - attributes must be separated by whitespace, hash entries need not be,
 //! - arrays allow no trailing comma,
 //! - a quoted string ends at the first quote not preceded by a backslash.
+//!
+//! Limits (Logstash has none, and a deep enough config overflows its stack): blocks,
+//! parentheses, arrays, hashes and plugin values nest at most [`MAX_NESTING`] levels, and one
+//! condition holds at most [`MAX_CONDITION_SIZE`] boolean operators, parentheses and `!`s, so
+//! that every recursive walk of the parsed config (compiling, evaluating, dropping) stays
+//! shallow. Beyond them the parse stops with an error at the offending position.
 
 use crate::ast::*;
 use crate::cursor::{Cursor, Fail, PResult};
 use crate::{ParseError, ParseOptions};
 
+/// Levels of blocks, parentheses, arrays, hashes and plugin values.
+pub const MAX_NESTING: usize = 100;
+/// Boolean operators, parentheses and `!`s in one condition (real configs have up to ~100).
+pub const MAX_CONDITION_SIZE: usize = 1000;
+
 pub(crate) struct Parser<'a> {
     pub c: Cursor<'a>,
     pub opts: ParseOptions,
     pub source: &'a str,
+    depth: usize,
+    /// Size of the condition being parsed.
+    pub condition_size: usize,
 }
 
 pub(crate) fn is_name_byte(b: u8) -> bool {
@@ -26,7 +40,42 @@ impl<'a> Parser<'a> {
             c: Cursor::new(text),
             opts: opts.clone(),
             source,
+            depth: 0,
+            condition_size: 0,
         }
+    }
+
+    /// Runs `rule` one nesting level deeper (the level opened at `opened`); past
+    /// [`MAX_NESTING`], fails the whole parse.
+    pub fn nested<T>(
+        &mut self,
+        what: &str,
+        opened: usize,
+        rule: impl FnOnce(&mut Self) -> PResult<T>,
+    ) -> PResult<T> {
+        if self.c.is_fatal() {
+            return Err(Fail);
+        }
+        if self.depth >= MAX_NESTING {
+            return Err(self.c.fatal(opened, format!(
+                "{what} nested more than {MAX_NESTING} levels deep (blocks, parentheses, arrays, hashes and plugin values count); sluice stops here"
+            )));
+        }
+        self.depth += 1;
+        let r = rule(self);
+        self.depth -= 1;
+        r
+    }
+
+    /// Counts one boolean operator, parenthesis or `!` of the current condition.
+    pub fn grow_condition(&mut self) -> PResult<()> {
+        self.condition_size += 1;
+        if self.condition_size > MAX_CONDITION_SIZE {
+            return Err(self.c.fatal(self.c.pos, format!(
+                "this condition has more than {MAX_CONDITION_SIZE} boolean operators, parentheses and \"!\"s; split it"
+            )));
+        }
+        Ok(())
     }
 
     /// `config := (cs plugin_section)* cs EOF`
@@ -228,8 +277,8 @@ impl<'a> Parser<'a> {
             }
             Some(b'"' | b'\'') => Ok(Value::String(self.string()?)),
             Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.number()?)),
-            Some(b'[') => Ok(Value::Array(self.array()?)),
-            Some(b'{') => Ok(Value::Hash(self.hash()?)),
+            Some(b'[') => Ok(Value::Array(self.nested("arrays", start, Self::array)?)),
+            Some(b'{') => Ok(Value::Hash(self.nested("hashes", start, Self::hash)?)),
             _ => Err(self.c.expected("a value", None)),
         }
     }
@@ -249,7 +298,9 @@ impl<'a> Parser<'a> {
         if !self.c.eat("{") {
             return Ok(None);
         }
-        self.plugin_rest(name, span).map(Some)
+        let opened = self.c.pos - 1;
+        self.nested("plugin values", opened, |p| p.plugin_rest(name, span))
+            .map(Some)
     }
 
     /// A quoted string's raw content (no escape processing), cursor after the closing quote.

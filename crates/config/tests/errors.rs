@@ -143,3 +143,75 @@ fn empty_and_comment_only_sources_are_valid() {
         assert!(config.sections.is_empty());
     }
 }
+
+/// Deep nesting used to overflow the stack (exit 134), also through a reload. Every kind of
+/// nesting stops at the limit with an error at the first level too deep; the limit itself
+/// parses.
+#[test]
+fn nesting_beyond_the_limit_is_a_located_error() {
+    use sluice_config::MAX_NESTING;
+    let deep = |open: &str, close: &str, n: usize, inner: &str| {
+        (open.repeat(n), close.repeat(n), inner.to_owned())
+    };
+    let cases = [
+        (
+            "if",
+            deep("if [a] {\n", "}\n", MAX_NESTING + 1, "drop {}\n"),
+        ),
+        ("parentheses", deep("(", ")", MAX_NESTING + 1, "[a]")),
+        ("arrays", deep("[", "]", MAX_NESTING + 1, "1")),
+        ("hashes", deep("{ kk => ", "}", MAX_NESTING + 1, "1")),
+    ];
+    for (what, (open, close, inner)) in cases {
+        let text = match what {
+            "if" => format!("filter {{\n{open}{inner}{close}}}\n"),
+            "parentheses" => format!("filter {{ if {open}{inner}{close} {{ drop {{}} }} }}"),
+            _ => format!("filter {{ mutate {{ add_field => {open}{inner}{close} }} }}"),
+        };
+        let e = err(&text);
+        assert!(
+            e.message
+                .contains(&format!("nested more than {MAX_NESTING} levels")),
+            "{what}: {e}"
+        );
+        // The position is the first level too deep.
+        let n = MAX_NESTING as u32;
+        let expected = match what {
+            // The `{` of the 101st `if`, on line 102.
+            "if" => (n + 2, 8),
+            "parentheses" => (1, 13 + n),
+            "arrays" => (1, 32 + n),
+            _ => (1, 32 + 8 * n),
+        };
+        assert_eq!(at(&e), expected, "{what}: {e}");
+        // One level less is fine.
+        let ok = text
+            .replacen(&open[..open.len() / (MAX_NESTING + 1)], "", 1)
+            .replacen(&close[..close.len() / (MAX_NESTING + 1)], "", 1);
+        parse("t.conf", &ok).unwrap_or_else(|e| panic!("{what} at the limit: {e}"));
+    }
+    // Far beyond the limit: still an error, not a crash, and quick.
+    let e = err(&format!(
+        "filter {{ {} drop {{}} {} }}",
+        "if [a] { ".repeat(100_000),
+        "} ".repeat(100_000)
+    ));
+    assert!(e.message.contains("nested more than"), "{e}");
+}
+
+#[test]
+fn conditions_beyond_the_size_limit_are_a_located_error() {
+    use sluice_config::MAX_CONDITION_SIZE;
+    let cond = |n: usize| {
+        let parts: Vec<String> = (0..=n).map(|i| format!("[f] == {i}")).collect();
+        format!("filter {{ if {} {{ drop {{}} }} }}", parts.join(" or "))
+    };
+    parse("t.conf", &cond(MAX_CONDITION_SIZE)).unwrap();
+    let e = err(&cond(MAX_CONDITION_SIZE + 1));
+    assert!(
+        e.message
+            .contains(&format!("more than {MAX_CONDITION_SIZE} boolean operators")),
+        "{e}"
+    );
+    assert_eq!(e.line, 1);
+}
