@@ -449,3 +449,54 @@ fn lost_events_are_counted_in_the_monitoring_api() {
     );
     sluice.stop();
 }
+
+/// A lost checkpoint loses the ack state, not events: start-up, verify and repair say that up
+/// to N events may be delivered again (repair used to report "0 problem(s)"), and every
+/// unacked event is still delivered.
+#[test]
+fn lost_checkpoint_is_reported_as_ack_state_lost() {
+    let dir = temp_dir("no-checkpoint");
+    let qdir = dir.join("data/queue/main");
+    backlog(&qdir);
+    // Ack the first 1,000 events, as workers would have.
+    {
+        let cfg = QueueConfig {
+            page_capacity: 32 << 10,
+            ..QueueConfig::default()
+        };
+        let q = PersistedQueue::open(Arc::new(FsStorage::new(&qdir).unwrap()), cfg).unwrap();
+        let mut acked = 0;
+        while acked < 1000 {
+            let b = q.read_batch(100, std::time::Duration::ZERO).unwrap();
+            acked += b.records.len();
+            q.ack(b.token);
+        }
+        q.shutdown();
+    }
+    std::fs::remove_file(qdir.join("checkpoint")).unwrap();
+    let q = qdir.to_str().unwrap();
+    let verified = sluice(&["queue", "verify", q]);
+    let report = text(&verified);
+    assert_eq!(verified.status.code(), Some(1), "{report}");
+    assert!(report.contains("ack state lost"), "{report}");
+    assert!(report.contains(" 0 event(s) lost"), "{report}");
+
+    let repair_dir = dir.join("repaired");
+    copy_dir(&qdir, &repair_dir.join("data/queue/main"));
+    let rq = repair_dir.join("data/queue/main");
+    let repaired = sluice(&["queue", "repair", rq.to_str().unwrap()]);
+    let report = text(&repaired);
+    assert!(repaired.status.success(), "{report}");
+    assert!(report.contains("may be delivered again"), "{report}");
+    assert!(report.contains("1 problem(s)"), "{report}");
+
+    for d in [&dir, &repair_dir] {
+        let (got, log) = drain(d);
+        if d == &dir {
+            assert!(log.contains("ack state lost"), "{log}");
+        }
+        // Nothing unacked is lost; acked events still in their pages come back.
+        assert!((1000..EVENTS).all(|i| got.contains(&i)), "{log}");
+        assert!(got.len() as u64 > EVENTS - 1000, "{log}");
+    }
+}
