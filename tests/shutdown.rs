@@ -144,6 +144,30 @@ fn closed_standard_output_ends_the_pipeline() {
     assert!(log.contains("were not delivered and are lost"), "{log}");
 }
 
+/// The same with a persisted queue and `queue.drain: true`: the batches given up stay
+/// unacked, and no worker waits for them to drain (that used to hang the exit).
+#[test]
+fn closed_standard_output_ends_a_draining_persisted_pipeline() {
+    let dir = temp_dir("head-persisted");
+    let mut run = Run::start(
+        &dir,
+        "queue.type: persisted\nqueue.drain: true\n",
+        "input { generator { count => 100 } } output { stdout { codec => json_lines } }",
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    // Closed before anything is written: one worker gives the only batch up, the other waits
+    // for more.
+    drop(run.child.stdout.take());
+    let status = run.exit(30);
+    assert!(status.success(), "{status}\n{}", run.log());
+    assert!(
+        run.log().contains("stay in the persisted queue"),
+        "{}",
+        run.log()
+    );
+}
+
 /// An output writing to a read-only file system fails on every try. A stop signal makes it
 /// give its batch up; the persisted queue keeps every event, and the next start (with the
 /// output fixed) delivers each exactly once.

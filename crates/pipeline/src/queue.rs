@@ -66,6 +66,11 @@ pub trait EventQueue: Send + Sync {
     }
     /// No more pushes; readers drain the rest.
     fn close(&self);
+    /// No more pushes, and readers stop without draining (a persisted queue keeps what is
+    /// left, even with `queue.drain`): the pipeline stopped delivering.
+    fn close_without_drain(&self) {
+        self.close();
+    }
     /// Called once the workers are done: a persisted queue syncs and writes its final
     /// checkpoint here.
     fn shutdown(&self) {}
@@ -300,6 +305,10 @@ impl EventQueue for PersistedEventQueue {
 
     fn close(&self) {
         self.queue.close();
+    }
+
+    fn close_without_drain(&self) {
+        self.queue.close_without_drain();
     }
 
     fn shutdown(&self) {

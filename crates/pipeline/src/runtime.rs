@@ -168,6 +168,18 @@ pub fn start(
     })
 }
 
+impl Shared {
+    /// The pipeline stops delivering: inputs stop, and the queue closes without draining, so
+    /// that no worker waits for batches that will not be delivered (a persisted queue keeps
+    /// them, even with `queue.drain`).
+    fn halt(&self) {
+        if !self.halted.swap(true, Ordering::SeqCst) {
+            self.stopping.store(true, Ordering::SeqCst);
+            self.queue.close_without_drain();
+        }
+    }
+}
+
 fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     let s = &shared.settings;
     let counters = &shared.metrics.workers[worker];
@@ -191,7 +203,7 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         } else {
             // Not acked: a persisted queue keeps the batch for the next start.
             shared.given_up.fetch_add(n, Ordering::Relaxed);
-            shared.halted.store(true, Ordering::Relaxed);
+            shared.halt();
         }
         activity.set(Doing::Idle, since, 0);
         if recycle {
@@ -207,6 +219,7 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         let n = rest.len() as u64;
         if !deliver(shared, &rest, worker) {
             shared.given_up.fetch_add(n, Ordering::Relaxed);
+            shared.halt();
         }
         counters.record_batch(n, n, started.elapsed());
     }
@@ -293,10 +306,9 @@ fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Wr
                 return Written::Rejected;
             }
             Failure::Closed => {
-                if !shared.halted.swap(true, Ordering::Relaxed) {
+                if !shared.halted.load(Ordering::Relaxed) {
                     tracing::warn!(pipeline = %shared.settings.id, output = %out.id, "{}: stopping the pipeline", e.message);
                 }
-                shared.stopping.store(true, Ordering::SeqCst);
                 return Written::GaveUp;
             }
         }
@@ -436,6 +448,7 @@ impl RunningPipeline {
         if !self.inputs_finished() {
             tracing::debug!(pipeline = %self.settings.id, "closing the queue with inputs still blocked on their source");
         }
+        // (A halted pipeline's queue is closed already, without draining.)
         self.queue.close();
         for w in self.workers {
             if w.join().is_err() {

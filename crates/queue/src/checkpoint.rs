@@ -139,6 +139,11 @@ pub struct CheckpointStore {
     file: Option<Arc<dyn QueueFile>>,
     slot_size: usize,
     next_generation: u64,
+    /// Whether a `checkpoint` file exists (of any version).
+    exists: bool,
+    /// A rename of `checkpoint.tmp` whose directory sync failed: synced before the next write
+    /// is relied on.
+    dir_unsynced: bool,
     buf: Vec<u8>,
 }
 
@@ -159,17 +164,25 @@ impl CheckpointStore {
             slot_size: if file.is_some() { read.slot_size } else { 0 },
             file,
             next_generation: read.generation().map_or(1, |g| g + 1),
+            exists: read.exists,
+            dir_unsynced: false,
             buf: Vec::new(),
         })
     }
 
-    /// Whether there is a checkpoint file to rewrite in place.
-    pub fn has_file(&self) -> bool {
-        self.file.is_some()
+    /// Whether no checkpoint file exists at all (then no checkpoint lists any page).
+    pub fn is_absent(&self) -> bool {
+        !self.exists
     }
 
     /// Makes `cp` the durable checkpoint.
     pub fn write(&mut self, cp: &Checkpoint) -> Result<(), StorageError> {
+        if self.dir_unsynced {
+            self.storage
+                .sync_dir()
+                .context(|| "syncing the queue directory".into())?;
+            self.dir_unsynced = false;
+        }
         let generation = self.next_generation;
         let needed = SLOT_HEADER_LEN + Checkpoint::body_len(cp.pages.len());
         let fits = self.file.is_some() && needed <= self.slot_size;
@@ -182,7 +195,8 @@ impl CheckpointStore {
                     self.next_generation += 1;
                     return Ok(());
                 }
-                Err(e) if !fits => return Err(e),
+                // The new file is in place but its directory entry may not be durable.
+                Err(e) if !fits || self.dir_unsynced => return Err(e),
                 // No room for a bigger file: this one still holds the checkpoint.
                 Err(_) => {}
             }
@@ -228,10 +242,14 @@ impl CheckpointStore {
         }
         s.rename(CHECKPOINT_TMP, CHECKPOINT_FILE)
             .context(|| "renaming checkpoint.tmp to checkpoint".into())?;
-        s.sync_dir()
-            .context(|| "syncing the queue directory".into())?;
+        // From here on the directory's checkpoint is the new file, synced or not.
         self.file = Some(tmp);
         self.slot_size = slot_size;
+        self.exists = true;
+        self.dir_unsynced = true;
+        s.sync_dir()
+            .context(|| "syncing the queue directory".into())?;
+        self.dir_unsynced = false;
         Ok(())
     }
 }

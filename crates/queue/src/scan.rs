@@ -50,6 +50,15 @@ pub enum End {
 }
 
 impl End {
+    /// Why records that should be there are not, when the end comes before them.
+    pub fn reason(&self) -> RecordError {
+        match self {
+            End::Torn { reason, .. } => reason.clone(),
+            End::Zeroed { .. } => RecordError::Zeros,
+            End::Clean => RecordError::FileTooShort,
+        }
+    }
+
     /// Where the valid data ends.
     pub fn offset(&self, limit: u64) -> u64 {
         match self {

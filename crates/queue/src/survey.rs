@@ -386,11 +386,20 @@ impl Surveyor<'_, '_> {
             (None, true, None) => Some("the checkpoint is empty".to_owned()),
         };
         let head_num = listed.last().map(|p| p.num);
-        let stale: Vec<u64> = files
-            .iter()
-            .copied()
-            .filter(|f| head_num.is_some_and(|h| *f < h) && !listed.iter().any(|p| p.num == *f))
-            .collect();
+        // Pages left by a crash between a checkpoint that stopped listing them (all acked) and
+        // their deletion: below the checkpoint's head page, or — when it lists no page at all
+        // — holding only sequences below its next one.
+        let mut stale: Vec<u64> = Vec::new();
+        for &f in &files {
+            let is_stale = match (head_num, cp.checkpoint()) {
+                (Some(h), _) => f < h && !listed.iter().any(|p| p.num == f),
+                (None, Some(c)) => self.first_seq(f)?.is_some_and(|s| s < c.next_seq),
+                (None, None) => false,
+            };
+            if is_stale {
+                stale.push(f);
+            }
+        }
         if !stale.is_empty() {
             self.out.findings.push(Finding::StalePages {
                 pages: stale.clone(),
@@ -409,7 +418,7 @@ impl Surveyor<'_, '_> {
         plans.extend(
             files
                 .iter()
-                .filter(|f| head_num.is_none_or(|h| **f > h))
+                .filter(|f| head_num.is_none_or(|h| **f > h) && !self.out.stale.contains(f))
                 .map(|&num| Plan {
                     num,
                     listed: None,
@@ -486,6 +495,15 @@ impl Surveyor<'_, '_> {
         }
         self.out.checkpoint = cp;
         Ok(self.out)
+    }
+
+    /// The first sequence a page file's header gives, if it has a valid one.
+    fn first_seq(&self, num: u64) -> Result<Option<u64>, Failure> {
+        let io = |e| StorageError::new(format!("reading queue page {num}"), e);
+        let file = self.storage.open(&page_name(num)).map_err(io)?;
+        let mut hdr = [0u8; PAGE_HEADER_LEN];
+        let got = file.read_at(0, &mut hdr).map_err(io)?;
+        Ok(PageHeader::decode(&hdr[..got]).ok().map(|h| h.first_seq))
     }
 
     /// Scans one present page file as `plan` says; `None` for a page to remove.
@@ -641,17 +659,12 @@ impl Surveyor<'_, '_> {
             if end_seq < listed_end_seq {
                 let lost = end_seq..listed_end_seq;
                 let acked = ack_from.clamp(lost.start, lost.end) - lost.start;
-                let reason = match &end {
-                    End::Torn { reason, .. } => reason.clone(),
-                    End::Zeroed { .. } => RecordError::Zeros,
-                    End::Clean => RecordError::FileTooShort,
-                };
                 self.out.findings.push(Finding::LostTail {
                     page: num,
                     offset: end_offset,
                     lost,
                     acked,
-                    reason,
+                    reason: end.reason(),
                 });
             }
         }

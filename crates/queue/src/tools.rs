@@ -20,7 +20,7 @@ use crate::format::RecordBatch;
 use crate::page::page_num;
 use crate::persisted::{PersistedQueue, QueueConfig};
 use crate::storage::{FsStorage, Storage};
-use crate::survey::{survey, Depth, Finding, Survey};
+use crate::survey::{survey, Depth, Survey};
 
 fn storage(dir: &Path) -> Result<FsStorage, QueueError> {
     if !dir.is_dir() {
@@ -69,15 +69,6 @@ fn checkpoint_line(out: &mut String, s: &Survey) {
     };
 }
 
-/// Events lost inside the pages listed (the reader skips them).
-fn lost_in_pages(s: &Survey) -> u64 {
-    s.findings
-        .iter()
-        .filter(|f| matches!(f, Finding::Damaged { .. }))
-        .map(Finding::lost)
-        .sum()
-}
-
 /// A human-readable summary of a queue directory.
 pub fn inspect(dir: &Path) -> Result<String, QueueError> {
     let s = survey(&storage(dir)?, Depth::Open, None)?;
@@ -107,7 +98,11 @@ pub fn inspect(dir: &Path) -> Result<String, QueueError> {
         );
     }
     findings(&mut out, &s);
-    let _ = writeln!(out, "unacked events: {}", s.unacked() - lost_in_pages(&s));
+    let _ = writeln!(
+        out,
+        "unacked events: {}",
+        s.unacked() - (s.lost() - s.lost_before_reading())
+    );
     let _ = writeln!(
         out,
         "bytes on disk: {}",

@@ -120,8 +120,9 @@ impl Output for FileOutput {
             };
             st.codec.encode(e, &mut groups[i].1);
         }
-        // Bytes of this batch already in each file, to take back if a later write fails.
-        let mut written: Vec<(PathBuf, u64)> = Vec::with_capacity(groups.len());
+        // Each file's length before this batch and the bytes the batch added, to take them
+        // back if a later write fails.
+        let mut written: Vec<Written> = Vec::with_capacity(groups.len());
         for (path, buf) in groups {
             let deleted = self.create_if_deleted && st.files.contains_key(&path) && !path.exists();
             if deleted || (self.overwrite && st.files.contains_key(&path)) {
@@ -140,8 +141,23 @@ impl Output for FileOutput {
                     }
                 },
             };
-            let (done, result) = write_counted(file, &buf);
-            written.push((path.clone(), done));
+            let before = match file.metadata() {
+                Ok(m) => m.len(),
+                Err(e) => {
+                    roll_back(st, &written);
+                    st.files.remove(&path);
+                    return Err(OutputError::retryable(format!(
+                        "reading the length of {}: {e}",
+                        path.display()
+                    )));
+                }
+            };
+            let (added, result) = write_counted(file, &buf);
+            written.push(Written {
+                path: path.clone(),
+                before,
+                added,
+            });
             if let Err(e) = result {
                 roll_back(st, &written);
                 // Drop the handle so the retry reopens the file.
@@ -180,19 +196,37 @@ fn write_counted(file: &mut File, buf: &[u8]) -> (u64, std::io::Result<()>) {
     (done as u64, Ok(()))
 }
 
-/// Cuts each file back by the bytes this batch appended to it (no disk space needed).
-fn roll_back(st: &mut State, written: &[(PathBuf, u64)]) {
-    for (path, bytes) in written.iter().filter(|(_, b)| *b > 0) {
-        let cut = match st.files.get(path) {
-            Some(f) => f
-                .metadata()
-                .and_then(|m| f.set_len(m.len().saturating_sub(*bytes))),
+/// What one batch appended to one file.
+struct Written {
+    path: PathBuf,
+    /// The file's length before.
+    before: u64,
+    added: u64,
+}
+
+/// Cuts each file back to its length before the batch (no disk space needed). A file that
+/// grew by more than the batch wrote (another writer appended meanwhile) is left alone: cutting
+/// it would take the other writer's lines.
+fn roll_back(st: &mut State, written: &[Written]) {
+    for w in written.iter().filter(|w| w.added > 0) {
+        let cut = match st.files.get(&w.path) {
+            Some(f) => f.metadata().and_then(|m| {
+                if m.len() == w.before + w.added {
+                    f.set_len(w.before)
+                } else {
+                    Err(std::io::Error::other(format!(
+                        "it grew by {} bytes where this batch wrote {}: another writer appended",
+                        m.len().saturating_sub(w.before),
+                        w.added
+                    )))
+                }
+            }),
             None => Err(std::io::Error::other("the file is no longer open")),
         };
         if let Err(e) = cut {
             tracing::error!(
-                path = %path.display(),
-                bytes,
+                path = %w.path.display(),
+                bytes = w.added,
                 "cannot take back the part of a failed batch already written ({e}); the retry may repeat those lines"
             );
         }

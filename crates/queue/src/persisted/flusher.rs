@@ -18,7 +18,15 @@ use crate::repeated::Repeated;
 use crate::storage::QueueFile;
 
 impl Inner {
-    pub(super) fn flusher_loop(self: Arc<Self>) {
+    /// The flusher thread. When it ends (shutdown, or a failed fsync), writers still waiting
+    /// for a sync are told: nothing will sync for them any more.
+    pub(super) fn flusher_thread(self: Arc<Self>) {
+        self.flusher_loop();
+        lock(&self.state).flusher_done = true;
+        self.changed.notify_all();
+    }
+
+    fn flusher_loop(&self) {
         let mut checkpoint_errors = Repeated::new("writing the queue checkpoint");
         let mut retry_delay = Duration::from_millis(100);
         loop {
@@ -76,14 +84,20 @@ impl Inner {
             };
             let mut store = lock(&self.checkpoints);
             let written = store.write(&cp);
-            // With no checkpoint file at all (an old queue killed before its first one, on a
-            // now full disk), no checkpoint lists the acked pages: deleting them is safe, and
-            // it frees the space the checkpoint needs.
-            let unlisted = !store.has_file();
+            let absent = store.is_absent();
             drop(store);
             if let Err(e) = written {
-                if unlisted && e.is_disk_full() {
-                    self.delete_pages(&deletes);
+                let mut deletes = deletes;
+                if absent && e.is_disk_full() {
+                    // No checkpoint file at all (a queue whose first one could not be written
+                    // on a full disk): none lists any page, and a start rebuilds from the page
+                    // files. Deleting the acked pages below every other page loses nothing,
+                    // leaves no gap, and frees the space the checkpoint needs.
+                    let first = cp.pages.first().map(|p| p.num);
+                    let (prefix, rest): (Vec<u64>, Vec<u64>) =
+                        deletes.iter().partition(|&&n| first.is_none_or(|f| n < f));
+                    self.delete_pages(&prefix);
+                    deletes = rest;
                 }
                 checkpoint_errors.failed(
                     &e,
@@ -91,9 +105,7 @@ impl Inner {
                 );
                 let mut st = lock(&self.state);
                 st.checkpoint_dirty = true;
-                if !(unlisted && e.is_disk_full()) {
-                    st.pending_delete.extend(deletes);
-                }
+                st.pending_delete.extend(deletes);
                 drop(st);
                 if stopping {
                     return;

@@ -138,7 +138,11 @@ struct State {
     unread: u64,
     used_bytes: u64,
     closed: bool,
+    /// Readers stop without draining, whatever `queue.drain` says.
+    no_drain: bool,
     stopping_flusher: bool,
+    /// The flusher thread has ended.
+    flusher_done: bool,
     flush_requested: bool,
     checkpoint_dirty: bool,
     acks_since_checkpoint: u64,
@@ -255,11 +259,32 @@ impl PersistedQueue {
             .map(|p| PageState::new(&p.entry, None))
             .collect();
         let next_seq = recovered.next_seq;
+        // The checkpoint, rewritten now (in place: no new space) to say what recovery found:
+        // from here on the last page is the open-ended one, scanned from its end at the next
+        // start, whatever the previous checkpoint said (its head page may be gone, or cut
+        // short below what it vouched for). A queue without a checkpoint file gets one here,
+        // before any record relies on it.
+        let cp = Checkpoint {
+            next_seq,
+            pages: pages.iter().map(PageState::checkpoint).collect(),
+        };
+        let checkpointed = match checkpoints.write(&cp) {
+            Ok(()) => true,
+            Err(e) if e.is_disk_full() => {
+                tracing::warn!(
+                    queue = %location,
+                    "no disk space for the queue's checkpoint ({e}); acked pages are freed once it can be written"
+                );
+                false
+            }
+            Err(e) => return Err(fail(e)),
+        };
         // New records go on after the last page's, in its file when it ends where its valid
         // data does (any damage inside is skipped by the reader, record by record, so records
-        // appended behind it are safe); in a new page when the file was cut short.
+        // appended behind it are safe); in a new page when the file was cut short, or when no
+        // checkpoint could say that the last page is open-ended.
         let mut head = None;
-        if let Some(p) = pages.back_mut() {
+        if let Some(p) = pages.back_mut().filter(|_| checkpointed) {
             let file = storage
                 .open(&page_name(p.num))
                 .context(|| format!("opening queue page {}", p.num))
@@ -307,22 +332,6 @@ impl PersistedQueue {
                 }
             }
         }
-        // A queue without a checkpoint file gets one now, before any record relies on it:
-        // from then on a checkpoint is rewritten in place, so freeing pages never needs space.
-        if !checkpoints.has_file() {
-            let cp = Checkpoint {
-                next_seq,
-                pages: pages.iter().map(PageState::checkpoint).collect(),
-            };
-            match checkpoints.write(&cp) {
-                Ok(()) => {}
-                Err(e) if e.is_disk_full() => tracing::warn!(
-                    queue = %location,
-                    "no disk space for the queue's checkpoint ({e}); acked pages are freed once it can be written"
-                ),
-                Err(e) => return Err(fail(e)),
-            }
-        }
         let unacked = pages
             .iter()
             .map(|p| p.end_seq() - p.acks.first_unacked().0)
@@ -350,7 +359,9 @@ impl PersistedQueue {
                 unread: unacked,
                 used_bytes,
                 closed: false,
+                no_drain: false,
                 stopping_flusher: false,
+                flusher_done: false,
                 flush_requested: false,
                 checkpoint_dirty: true,
                 acks_since_checkpoint: 0,
@@ -372,7 +383,7 @@ impl PersistedQueue {
         let worker = Arc::clone(&inner);
         let handle = std::thread::Builder::new()
             .name("queue-flusher".to_owned())
-            .spawn(move || worker.flusher_loop())
+            .spawn(move || worker.flusher_thread())
             .map_err(|e| fail(StorageError::new("starting the queue flusher thread", e)))?;
         Ok(Arc::new(PersistedQueue {
             inner,
@@ -405,6 +416,13 @@ impl PersistedQueue {
     /// return [`QueueError::Closed`]; readers stop (or, with `queue.drain`, drain first).
     pub fn close(&self) {
         self.inner.close()
+    }
+
+    /// Closes without draining, whatever `queue.drain` says: for a pipeline that stopped
+    /// delivering (its output is gone), whose unacked batches must wait for the next start.
+    pub fn close_without_drain(&self) {
+        lock(&self.inner.state).no_drain = true;
+        self.inner.close();
     }
 
     /// Closes, syncs, writes the final checkpoint and stops the flusher. Call after every

@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use super::{cursor_at, lock, BatchInfo, Inner, State};
 use crate::ackset::AckRange;
-use crate::error::RecordError;
 use crate::page::page_name;
 use crate::repeated::Repeated;
-use crate::scan::{End, RecordCursor, Step};
+use crate::scan::{RecordCursor, Step};
 use crate::storage::QueueFile;
 
 /// Records read from the queue, to be acked with `token` once processed.
@@ -117,7 +116,7 @@ impl Inner {
     ) -> Option<Plan> {
         let mut st = lock(&self.state);
         loop {
-            if st.closed && !(self.cfg.drain && st.unacked > 0) {
+            if st.closed && !(self.cfg.drain && !st.no_drain && st.unacked > 0) {
                 return None;
             }
             // Move on past pages that are fully read or gone.
@@ -290,11 +289,7 @@ fn read_records(
                             end_seq: plan.end_seq,
                             end_offset: plan.limit,
                         },
-                        reason: match end {
-                            End::Torn { reason, .. } => reason.to_string(),
-                            End::Zeroed { .. } => RecordError::Zeros.to_string(),
-                            End::Clean => RecordError::FileTooShort.to_string(),
-                        },
+                        reason: end.reason().to_string(),
                     });
                     r.cursor.seek(plan.limit, plan.end_seq);
                 }

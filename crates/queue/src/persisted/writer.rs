@@ -136,6 +136,12 @@ impl Inner {
                 if let Some(f) = &st.failed {
                     return Err(QueueError::Failed(f.clone()));
                 }
+                // Closed while this push waited, after the flusher's last round: the records
+                // are written but not synced; the caller must not take them as durable (a
+                // start finds them after the checkpoint, unless a power loss took them).
+                if st.flusher_done {
+                    return Err(QueueError::Closed);
+                }
                 st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
             }
         }
