@@ -8,109 +8,23 @@
 //!   the queue and drains it: nothing lost, nothing twice (Logstash #16389: cannot start).
 //! - The file output on a full disk never leaves a torn line or a duplicate batch.
 
+mod run_support;
 mod tmpfs;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
+use run_support::{sequences, Run};
 use tmpfs::Tmpfs;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-full-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("settings")).unwrap();
-    d
+    run_support::temp_dir("full", name)
 }
 
-struct Run {
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Run {
-    fn start(dir: &Path, settings: &str, config: &str) -> Run {
-        std::fs::write(
-            dir.join("settings/sluice.yml"),
-            format!("api.enabled: false\n{settings}"),
-        )
-        .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["--log.level", "info", "--path.settings"])
-            .arg(dir.join("settings"))
-            .args(["-e", config])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&log);
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        Run { child, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn wait_log(&self, what: &str, secs: u64) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while !self.log().contains(what) {
-            assert!(
-                Instant::now() < deadline,
-                "no {what:?} in the log within {secs} s:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn exit(&mut self, secs: u64) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(50));
-                return status;
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                panic!("sluice did not exit within {secs} s:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Sequence → times delivered; every line must be a whole event.
-fn sequences(out: &Path) -> BTreeMap<i64, usize> {
-    let mut seqs = BTreeMap::new();
-    let text = std::fs::read_to_string(out).unwrap_or_default();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("torn or glued line ({e}): {line:?}"));
-        *seqs
-            .entry(v["event"]["sequence"].as_i64().unwrap())
-            .or_default() += 1;
-    }
-    seqs
+fn start(dir: &Path, settings: &str, config: &str) -> Run {
+    Run::start(dir, settings, &[], config, Stdio::null(), Stdio::null())
 }
 
 fn assert_exactly_once(seqs: &BTreeMap<i64, usize>, count: i64) {
@@ -145,7 +59,7 @@ fn full_queue_disk_drains_and_resumes_without_a_manual_step_logstash_8098() {
     };
     let out = out_fs.path.join("out.log");
     let count = 200_000;
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         &format!("{}queue.drain: true\n", queue_settings(&data.path)),
         &file_output(&format!("generator {{ count => {count} }}"), &out),
@@ -176,25 +90,20 @@ fn stop_on_a_full_queue_disk_then_restart_on_it_loses_nothing_logstash_16389() {
     let Some(out_fs) = Tmpfs::mount(&dir.join("out"), "1m", "ro") else {
         return;
     };
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         &queue_settings(&data.path),
         &file_output("generator { }", &out_fs.path.join("out.log")),
     );
     run.wait_log("No space left on device", 120);
     // The input waits on the full disk, the output fails: a stop ends both.
-    let ok = Command::new("kill")
-        .args(["-TERM", &run.child.id().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
+    run.signal("-TERM");
     let status = run.exit(30);
     assert!(status.success(), "{status}\n{}", run.log());
     assert!(data.free() < 1 << 20, "the queue disk is not full any more");
 
     let out = dir.join("out.log");
-    let mut drain = Run::start(
+    let mut drain = start(
         &dir,
         &format!("{}queue.drain: true\n", queue_settings(&data.path)),
         &file_output("stdin { }", &out),
@@ -218,7 +127,7 @@ fn file_output_never_leaves_a_torn_line_after_a_full_disk() {
     std::fs::write(&ballast, vec![0u8; 1900 << 10]).unwrap();
     let out = fs.path.join("out.log");
     let count = 6000;
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         &format!("path.data: {}\n", dir.join("data").display()),
         &file_output(&format!("generator {{ count => {count} }}"), &out),

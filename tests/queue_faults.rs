@@ -257,6 +257,15 @@ fn case(name: &str, damage: impl FnOnce(&Path, &Layout) -> BTreeSet<u64>) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+fn cut_file(path: &Path, len: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
 fn page_path(qdir: &Path, num: u64) -> PathBuf {
     qdir.join(format!("page.{num}"))
 }
@@ -316,12 +325,7 @@ fn page_truncated_mid_record_costs_the_records_cut_logstash_8098() {
         let page = l.pages[2];
         let (_, offset, size) = l.records[*l.in_page(page).iter().nth(10).unwrap() as usize];
         let cut = offset + size / 2;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(page_path(q, page))
-            .unwrap()
-            .set_len(cut)
-            .unwrap();
+        cut_file(&page_path(q, page), cut);
         l.in_page(page)
             .into_iter()
             .filter(|&s| {
@@ -337,13 +341,7 @@ fn head_page_truncated_mid_record_costs_the_records_cut() {
     case("head-truncated", |q, l| {
         let page = *l.pages.last().unwrap();
         let (_, offset, size) = l.records[EVENTS as usize - 5];
-        let cut = offset + size - 1;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(page_path(q, page))
-            .unwrap()
-            .set_len(cut)
-            .unwrap();
+        cut_file(&page_path(q, page), offset + size - 1);
         (EVENTS - 5..EVENTS).collect()
     });
 }

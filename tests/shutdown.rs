@@ -3,121 +3,25 @@
 //! must always end the process; a persisted queue must keep what was not delivered; a memory
 //! queue must say what was lost.
 
+mod run_support;
 mod tmpfs;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
+
+use run_support::{sequences, Run};
 
 fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-stop-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("settings")).unwrap();
-    d
+    run_support::temp_dir("stop", name)
 }
 
-/// A sluice process whose log (stderr) is collected.
-struct Run {
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Run {
-    fn start(dir: &Path, settings: &str, config: &str, stdin: Stdio, stdout: Stdio) -> Run {
-        std::fs::write(
-            dir.join("settings/sluice.yml"),
-            format!(
-                "path.data: {}\napi.enabled: false\n{settings}",
-                dir.join("data").display()
-            ),
-        )
-        .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["--log.level", "info", "-w", "2", "--path.settings"])
-            .arg(dir.join("settings"))
-            .args(["-e", config])
-            .stdin(stdin)
-            .stdout(stdout)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&log);
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        Run { child, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn wait_log(&self, what: &str, secs: u64) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while !self.log().contains(what) {
-            assert!(
-                Instant::now() < deadline,
-                "no {what:?} in the log within {secs} s:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig}");
-    }
-
-    /// Waits for the exit; a process still running after `secs` is a hang (killed, failed).
-    fn exit(&mut self, secs: u64) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                // Let the log reader take the last lines.
-                std::thread::sleep(Duration::from_millis(50));
-                return status;
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                panic!("sluice did not exit within {secs} s:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Sequence → times delivered, from a file of json_lines events.
-fn sequences(out: &Path) -> BTreeMap<i64, usize> {
-    let mut seqs = BTreeMap::new();
-    for line in std::fs::read_to_string(out).unwrap_or_default().lines() {
-        let v: serde_json::Value =
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        *seqs
-            .entry(v["event"]["sequence"].as_i64().unwrap())
-            .or_default() += 1;
-    }
-    seqs
+/// Two workers (the tests block both), data under `<dir>/data`.
+fn start(dir: &Path, settings: &str, config: &str, stdin: Stdio, stdout: Stdio) -> Run {
+    let yml = format!("path.data: {}\n{settings}", dir.join("data").display());
+    Run::start(dir, &yml, &["-w", "2"], config, stdin, stdout)
 }
 
 /// `sluice ... | head -1`: the reader goes away, writing to standard output fails with EPIPE,
@@ -125,7 +29,7 @@ fn sequences(out: &Path) -> BTreeMap<i64, usize> {
 #[test]
 fn closed_standard_output_ends_the_pipeline() {
     let dir = temp_dir("head");
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         "",
         "input { generator { count => 1000000 } } output { stdout { codec => json_lines } }",
@@ -149,7 +53,7 @@ fn closed_standard_output_ends_the_pipeline() {
 #[test]
 fn closed_standard_output_ends_a_draining_persisted_pipeline() {
     let dir = temp_dir("head-persisted");
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         "queue.type: persisted\nqueue.drain: true\n",
         "input { generator { count => 100 } } output { stdout { codec => json_lines } }",
@@ -184,7 +88,7 @@ fn stop_signal_ends_a_failing_output_and_the_persisted_queue_keeps_its_events() 
             out.display()
         )
     };
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         settings,
         &config(&ro.path.join("out.log")),
@@ -203,7 +107,7 @@ fn stop_signal_ends_a_failing_output_and_the_persisted_queue_keeps_its_events() 
     assert!(lines <= 2 + 2, "{lines} lines:\n{log}");
 
     let out = dir.join("out.log");
-    let mut drain = Run::start(
+    let mut drain = start(
         &dir,
         &format!("{settings}queue.drain: true\n"),
         &config(&out).replace("generator { count => 3000 }", "stdin { }"),
@@ -225,7 +129,7 @@ fn stop_signal_ends_a_failing_output_and_a_memory_queue_counts_its_loss() {
     let Some(ro) = tmpfs::Tmpfs::mount(&dir.join("ro"), "1m", "ro") else {
         return;
     };
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         "",
         &format!(
@@ -251,7 +155,7 @@ fn stop_signal_ends_a_failing_output_and_a_memory_queue_counts_its_loss() {
 #[test]
 fn stop_signal_does_not_wait_for_an_input_blocked_on_its_source() {
     let dir = temp_dir("stdin");
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         "queue.type: persisted\n",
         "input { stdin { } } output { null { } }",
@@ -270,7 +174,7 @@ fn stop_signal_does_not_wait_for_an_input_blocked_on_its_source() {
 #[test]
 fn stalled_shutdown_names_the_blocking_output_and_a_second_signal_forces_exit() {
     let dir = temp_dir("stalled-memory");
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         "",
         "input { generator { } } output { stdout { id => \"blocked_out\" codec => json_lines } }",
@@ -297,7 +201,7 @@ fn stalled_shutdown_names_the_blocking_output_and_a_second_signal_forces_exit() 
 fn stalled_shutdown_with_a_persisted_queue_exits_and_loses_nothing() {
     let dir = temp_dir("stalled-persisted");
     let settings = "queue.type: persisted\nqueue.page_capacity: 1mb\n";
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         settings,
         "input { generator { count => 20000 } } output { stdout { codec => json_lines } }",
@@ -328,7 +232,7 @@ fn stalled_shutdown_with_a_persisted_queue_exits_and_loses_nothing() {
     }
 
     let out = dir.join("out.log");
-    let mut drain = Run::start(
+    let mut drain = start(
         &dir,
         &format!("{settings}queue.drain: true\n"),
         &format!(
@@ -353,7 +257,7 @@ fn stalled_shutdown_with_a_persisted_queue_exits_and_loses_nothing() {
 #[test]
 fn unsafe_shutdown_ends_a_stalled_memory_pipeline() {
     let dir = temp_dir("unsafe");
-    let mut run = Run::start(
+    let mut run = start(
         &dir,
         "pipeline.unsafe_shutdown: true\n",
         "input { generator { } } output { stdout { codec => json_lines } }",

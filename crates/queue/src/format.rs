@@ -256,6 +256,18 @@ pub struct PageCheckpoint {
 }
 
 impl PageCheckpoint {
+    /// A page with no record yet, whose first record will carry `first_seq`.
+    pub fn empty(num: u64, first_seq: u64) -> Self {
+        PageCheckpoint {
+            num,
+            first_seq,
+            count: 0,
+            bytes: PAGE_HEADER_LEN as u64,
+            first_unacked_seq: first_seq,
+            first_unacked_offset: PAGE_HEADER_LEN as u64,
+        }
+    }
+
     pub fn end_seq(&self) -> u64 {
         self.first_seq + self.count
     }

@@ -565,14 +565,7 @@ impl Surveyor<'_, '_> {
                     (Ok(h), None) => h.first_seq,
                     (Err(_), None) => prev_end.unwrap_or(0),
                 };
-                let entry = plan.listed.unwrap_or(PageCheckpoint {
-                    num,
-                    first_seq,
-                    count: 0,
-                    bytes: PAGE_HEADER_LEN as u64,
-                    first_unacked_seq: first_seq,
-                    first_unacked_offset: PAGE_HEADER_LEN as u64,
-                });
+                let entry = plan.listed.unwrap_or(PageCheckpoint::empty(num, first_seq));
                 match header {
                     Ok(_) => (entry, (PAGE_HEADER_LEN as u64, first_seq)),
                     Err(reason) => {

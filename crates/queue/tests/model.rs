@@ -701,7 +701,7 @@ fn power_loss_case(
 }
 
 #[test]
-fn power_loss_at_every_write_boundary_checkpoint_writes_1() {
+fn power_loss_at_every_write_boundary_checkpoint_writes_1_vector_22489() {
     // Small pages so that pushes roll over (and page creation is a crash point too).
     let batches: Vec<u64> = (0..24).map(|i| 1 + i % 5).collect();
     power_loss_case(1, 300, &batches, None).unwrap();

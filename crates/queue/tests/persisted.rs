@@ -267,7 +267,7 @@ fn close_without_drain_stops_readers_and_keeps_events() {
 }
 
 #[test]
-fn corrupt_record_in_a_tail_page_costs_that_record_only() {
+fn corrupt_record_costs_that_record_only_and_never_stalls_the_reader_vector_18336() {
     let s = SimStorage::new();
     let q = open(&s, cfg());
     push(&q, 0..200);

@@ -310,7 +310,7 @@ impl PersistedQueue {
             tracing::debug!(queue = %location, page = next_page, "starting a new head page");
             match create_page(storage.as_ref(), next_page, next_seq) {
                 Ok(file) => {
-                    let entry = writer::new_page_entry(next_page, next_seq);
+                    let entry = PageCheckpoint::empty(next_page, next_seq);
                     pages.push_back(PageState::new(&entry, Some(Arc::clone(&file))));
                     head = Some(writer::Head {
                         file,

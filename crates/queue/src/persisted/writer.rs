@@ -44,18 +44,6 @@ impl Writer {
     }
 }
 
-/// The checkpoint entry of a page just created.
-pub(super) fn new_page_entry(num: u64, first_seq: u64) -> PageCheckpoint {
-    PageCheckpoint {
-        num,
-        first_seq,
-        count: 0,
-        bytes: PAGE_HEADER_LEN as u64,
-        first_unacked_seq: first_seq,
-        first_unacked_offset: PAGE_HEADER_LEN as u64,
-    }
-}
-
 impl Inner {
     pub(super) fn push(&self, batch: &mut RecordBatch) -> Result<(), QueueError> {
         let n = batch.len();
@@ -192,7 +180,7 @@ impl Inner {
             offset: PAGE_HEADER_LEN as u64,
         });
         let mut st = lock(&self.state);
-        let entry = new_page_entry(num, first_seq);
+        let entry = PageCheckpoint::empty(num, first_seq);
         st.pages.push_back(PageState::new(&entry, Some(file)));
         st.head = Some(num);
         st.used_bytes += PAGE_HEADER_LEN as u64;

@@ -1,0 +1,129 @@
+//! A sluice process for fault tests: started with a settings file and a config, its log
+//! (stderr) collected, signalled, and waited for with a bound (a process that does not exit
+//! is a hang: killed, and the test fails with its log).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A fresh directory for one test, with a `settings` folder.
+pub fn temp_dir(prefix: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("settings")).unwrap();
+    d
+}
+
+pub struct Run {
+    pub child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Run {
+    /// `sluice --path.settings <dir>/settings <args> -e <config>`, with `sluice_yml` (after
+    /// `api.enabled: false`) as its settings.
+    pub fn start(
+        dir: &Path,
+        sluice_yml: &str,
+        args: &[&str],
+        config: &str,
+        stdin: Stdio,
+        stdout: Stdio,
+    ) -> Run {
+        std::fs::write(
+            dir.join("settings/sluice.yml"),
+            format!("api.enabled: false\n{sluice_yml}"),
+        )
+        .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["--log.level", "info", "--path.settings"])
+            .arg(dir.join("settings"))
+            .args(args)
+            .args(["-e", config])
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&log);
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        Run { child, log }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn wait_log(&self, what: &str, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !self.log().contains(what) {
+            assert!(
+                Instant::now() < deadline,
+                "no {what:?} in the log within {secs} s:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends `sig` (`-TERM`, `-INT`, ...).
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    }
+
+    /// Waits for the exit; a process still running after `secs` is a hang (killed, failed).
+    pub fn exit(&mut self, secs: u64) -> ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Let the log reader take the last lines.
+                std::thread::sleep(Duration::from_millis(50));
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!("sluice did not exit within {secs} s:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sequence → times delivered, from a file of `json_lines` generator events; every line must
+/// be a whole event.
+pub fn sequences(out: &Path) -> BTreeMap<i64, usize> {
+    let mut seqs = BTreeMap::new();
+    for line in std::fs::read_to_string(out).unwrap_or_default().lines() {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("torn or glued line ({e}): {line:?}"));
+        *seqs
+            .entry(v["event"]["sequence"].as_i64().unwrap())
+            .or_default() += 1;
+    }
+    seqs
+}
