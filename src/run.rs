@@ -30,7 +30,7 @@ pub fn config_parse(args: &ParseArgs) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let json = serde_json::to_string_pretty(&sluice_config::to_json(&config))
         .map_err(|e| e.to_string())?;
-    println!("{json}");
+    print_out(&format!("{json}\n"))?;
     Ok(())
 }
 
@@ -58,7 +58,7 @@ pub fn run(args: &Cli) -> Result<(), String> {
             let loaded = spec.load()?;
             graph::compile(&loaded.config, &agent.registry_for(spec)).map_err(|e| e.to_string())?;
         }
-        println!("Configuration OK");
+        print_out("Configuration OK\n")?;
         return Ok(());
     }
 
@@ -294,12 +294,11 @@ pub fn queue_tool(action: &crate::cli::QueueAction) -> Result<(), String> {
     use sluice_queue::tools;
     match action {
         QueueAction::Inspect { path } => {
-            print!("{}", tools::inspect(path).map_err(|e| e.to_string())?);
-            Ok(())
+            print_out(&tools::inspect(path).map_err(|e| e.to_string())?)
         }
         QueueAction::Verify { path } => {
             let (report, healthy) = tools::verify(path).map_err(|e| e.to_string())?;
-            print!("{report}");
+            print_out(&report)?;
             if healthy {
                 Ok(())
             } else {
@@ -316,11 +315,20 @@ pub fn queue_tool(action: &crate::cli::QueueAction) -> Result<(), String> {
         } => {
             let capacity = sluice_config::settings::parse_size(page_capacity)
                 .map_err(|e| format!("--queue.page_capacity: {e}"))?;
-            print!(
-                "{}",
-                tools::repair(path, capacity).map_err(|e| e.to_string())?
-            );
-            Ok(())
+            print_out(&tools::repair(path, capacity).map_err(|e| e.to_string())?)
         }
+    }
+}
+
+/// Writes a command's output to standard output; a reader that went away (`| head -1`) ends
+/// the output quietly, as for any Unix tool.
+fn print_out(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("writing to standard output: {e}"))
+        }
+        _ => Ok(()),
     }
 }

@@ -360,3 +360,26 @@ fn event_text_cannot_forge_a_log_line() {
         "{err}"
     );
 }
+
+/// `sluice config parse ... | head -1`: a reader that goes away ends the output quietly
+/// (it used to panic on the broken pipe).
+#[test]
+fn printing_commands_end_quietly_on_a_closed_pipe() {
+    use std::io::Read;
+    let config = format!(
+        "filter {{ {} }}",
+        "mutate { add_tag => [\"a\", \"b\", \"c\"] } ".repeat(3000)
+    );
+    let mut child = sluice()
+        .args(["config", "parse", "-e", &config])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {err}", out.status);
+    assert!(!err.contains("panicked"), "{err}");
+}
