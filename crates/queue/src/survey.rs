@@ -16,14 +16,13 @@
 use std::fmt;
 use std::io;
 use std::ops::Range;
-use std::sync::Arc;
 
 use crate::checkpoint::{self, CheckpointRead, CHECKPOINT_TMP};
 use crate::error::{Context, FormatError, QueueError, RecordError, StorageError};
 use crate::format::{PageCheckpoint, PageHeader, PAGE_HEADER_LEN};
 use crate::page::{list_pages, page_name};
 use crate::scan::{Damage, End, RecordCursor, Step};
-use crate::storage::{QueueFile, Storage};
+use crate::storage::Storage;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Depth {
@@ -578,38 +577,32 @@ impl Surveyor<'_, '_> {
                         let first = c
                             .find(file.as_ref(), PAGE_HEADER_LEN as u64, file_len, seqs)
                             .map_err(io)?;
+                        if first.is_none() && newest && plan.listed.is_none() {
+                            self.out.findings.push(Finding::IncompletePage {
+                                page: num,
+                                bytes: file_len,
+                            });
+                            self.out.removals.push(name);
+                            return Ok(None);
+                        }
+                        self.out
+                            .findings
+                            .push(Finding::PageHeaderDamaged { page: num, reason });
                         match first {
-                            None if newest && plan.listed.is_none() => {
-                                self.out.findings.push(Finding::IncompletePage {
-                                    page: num,
-                                    bytes: file_len,
-                                });
-                                self.out.removals.push(name);
-                                return Ok(None);
-                            }
-                            None => {
-                                self.out
-                                    .findings
-                                    .push(Finding::PageHeaderDamaged { page: num, reason });
-                                (entry, (PAGE_HEADER_LEN as u64, first_seq))
-                            }
-                            Some((offset, seq)) => {
-                                self.out
-                                    .findings
-                                    .push(Finding::PageHeaderDamaged { page: num, reason });
-                                let mut e = entry;
-                                if plan.listed.is_none() {
-                                    e.first_seq = seq;
-                                    e.first_unacked_seq = seq;
-                                    e.first_unacked_offset = offset;
-                                    e.bytes = offset;
-                                    (e, (offset, seq))
-                                } else {
-                                    // The sequences before it in the page are damage the
-                                    // scan below reports from the page's start.
-                                    (e, (PAGE_HEADER_LEN as u64, e.first_seq))
-                                }
-                            }
+                            // A page found by scanning starts at its first intact record.
+                            Some((offset, seq)) if plan.listed.is_none() => (
+                                PageCheckpoint {
+                                    first_seq: seq,
+                                    first_unacked_seq: seq,
+                                    first_unacked_offset: offset,
+                                    bytes: offset,
+                                    ..entry
+                                },
+                                (offset, seq),
+                            ),
+                            // A listed page is scanned from its start: what comes before its
+                            // first intact record is reported as damage.
+                            _ => (entry, (PAGE_HEADER_LEN as u64, entry.first_seq)),
                         }
                     }
                 }
@@ -618,7 +611,7 @@ impl Surveyor<'_, '_> {
 
         // Acked below this sequence (everything, when the ack state is lost, is unacked).
         let ack_from = entry.first_unacked_seq;
-        let listed_end = plan.listed.map(|p| (p.end_seq(), p.bytes));
+        let listed_end = plan.listed.map(|p| p.end_seq());
         let bound = (!plan.open_ended).then(|| entry.end_seq());
         let mut c = RecordCursor::new(start.0, start.1);
         let mut found = 0u64;
@@ -648,7 +641,7 @@ impl Surveyor<'_, '_> {
         // The cursor stays where the valid data ends.
         let (end_offset, end_seq) = (c.offset, c.seq);
         // Records the checkpoint vouched for that the scan did not reach are lost.
-        if let Some((listed_end_seq, _)) = listed_end {
+        if let Some(listed_end_seq) = listed_end {
             if end_seq < listed_end_seq {
                 let lost = end_seq..listed_end_seq;
                 let acked = ack_from.clamp(lost.start, lost.end) - lost.start;
@@ -662,7 +655,7 @@ impl Surveyor<'_, '_> {
             }
         }
         let after_checkpoint = match listed_end {
-            Some((e, _)) => end_seq.saturating_sub(e),
+            Some(e) => end_seq.saturating_sub(e),
             None => found,
         };
         if plan.open_ended {
@@ -689,7 +682,7 @@ impl Surveyor<'_, '_> {
                     reason,
                 } => {
                     // Within what the checkpoint vouched for, it was reported as lost above.
-                    if end_seq >= listed_end.map_or(0, |(s, _)| s) {
+                    if end_seq >= listed_end.unwrap_or(0) {
                         self.out.findings.push(Finding::TornTail {
                             page: num,
                             offset: *offset,
@@ -700,8 +693,6 @@ impl Surveyor<'_, '_> {
                     self.out.cuts.push((num, *offset));
                 }
             }
-        }
-        if plan.open_ended {
             entry.count = end_seq - entry.first_seq;
             entry.bytes = end_offset;
         }
@@ -711,9 +702,4 @@ impl Surveyor<'_, '_> {
             found_after_checkpoint: if plan.open_ended { after_checkpoint } else { 0 },
         }))
     }
-}
-
-/// Opens page `num` (for the reader and the tools).
-pub fn open_page(storage: &dyn Storage, num: u64) -> io::Result<Arc<dyn QueueFile>> {
-    storage.open(&page_name(num))
 }
