@@ -502,8 +502,9 @@ impl Inner {
     }
 }
 
-/// A cursor for a page that the reader moves to: at its first unacked record.
-fn cursor_at(p: &PageState) -> RecordCursor {
+/// Puts the reader's cursor on a page it moves to: at its first unacked record (keeping the
+/// cursor's buffer allocation).
+fn move_to(cursor: &mut RecordCursor, p: &PageState) {
     let (seq, offset) = p.acks.first_unacked();
-    RecordCursor::new(offset, seq.max(p.first_seq))
+    cursor.reset(offset, seq.max(p.first_seq));
 }

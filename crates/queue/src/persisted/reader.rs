@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{cursor_at, lock, BatchInfo, Inner, State};
+use super::{lock, move_to, BatchInfo, Inner, State};
 use crate::ackset::AckRange;
 use crate::page::page_name;
 use crate::repeated::Repeated;
@@ -35,16 +35,15 @@ pub(super) struct Reader {
 
 impl Reader {
     pub fn new(front: Option<&super::PageState>) -> Self {
-        match front {
-            Some(p) => Reader {
-                page: p.num,
-                cursor: cursor_at(p),
-            },
-            None => Reader {
-                page: 0,
-                cursor: RecordCursor::default(),
-            },
+        let mut r = Reader {
+            page: 0,
+            cursor: RecordCursor::default(),
+        };
+        if let Some(p) = front {
+            r.page = p.num;
+            move_to(&mut r.cursor, p);
         }
+        r
     }
 }
 
@@ -130,7 +129,7 @@ impl Inner {
                 let next = if p.num != r.page { pos } else { pos + 1 };
                 let p = &st.pages[next];
                 r.page = p.num;
-                r.cursor = cursor_at(p);
+                move_to(&mut r.cursor, p);
                 continue;
             }
             let available = p.end_seq().saturating_sub(r.cursor.seq);
