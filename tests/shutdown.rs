@@ -72,6 +72,31 @@ fn closed_standard_output_ends_a_draining_persisted_pipeline() {
     );
 }
 
+/// A pipeline that sends to another whose output closed: the halted receiver leaves the bus,
+/// the sender's output fails (no receiver) and retries, and a stop signal ends both, with
+/// persisted queues keeping what was not delivered.
+#[test]
+fn a_sender_to_a_halted_pipeline_stops_at_a_signal() {
+    let dir = temp_dir("halted-receiver");
+    std::fs::write(
+        dir.join("settings/pipelines.yml"),
+        "- pipeline.id: up\n  config.string: 'input { generator { count => 5000 } } output { pipeline { send_to => [down] } }'\n\
+         - pipeline.id: down\n  config.string: 'input { pipeline { address => down } } output { stdout { codec => json_lines } }'\n",
+    )
+    .unwrap();
+    let yml = format!(
+        "path.data: {}\nqueue.type: persisted\n",
+        dir.join("data").display()
+    );
+    let mut run = Run::spawn(&dir, &yml, &["-w", "2"], Stdio::null(), Stdio::piped());
+    drop(run.child.stdout.take());
+    run.wait_log("standard output is closed", 30);
+    run.wait_log("no running pipeline listens on address", 30);
+    run.signal("-TERM");
+    let status = run.exit(10);
+    assert!(status.success(), "{status}\n{}", run.log());
+}
+
 /// An output writing to a read-only file system fails on every try. A stop signal makes it
 /// give its batch up; the persisted queue keeps every event, and the next start (with the
 /// output fixed) delivers each exactly once.

@@ -35,6 +35,14 @@ impl Run {
         stdin: Stdio,
         stdout: Stdio,
     ) -> Run {
+        let mut all = args.to_vec();
+        all.extend(["-e", config]);
+        Run::spawn(dir, sluice_yml, &all, stdin, stdout)
+    }
+
+    /// `sluice --path.settings <dir>/settings <args>` (pipelines from `pipelines.yml` there
+    /// when `args` give no config).
+    pub fn spawn(dir: &Path, sluice_yml: &str, args: &[&str], stdin: Stdio, stdout: Stdio) -> Run {
         std::fs::write(
             dir.join("settings/sluice.yml"),
             format!("api.enabled: false\n{sluice_yml}"),
@@ -44,7 +52,6 @@ impl Run {
             .args(["--log.level", "info", "--path.settings"])
             .arg(dir.join("settings"))
             .args(args)
-            .args(["-e", config])
             .stdin(stdin)
             .stdout(stdout)
             .stderr(Stdio::piped())

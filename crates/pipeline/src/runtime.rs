@@ -71,6 +71,8 @@ struct Shared {
     metrics: Arc<PipelineMetrics>,
     /// Tells active inputs to stop (the same flag as [`RunningPipeline`]'s).
     stopping: Arc<AtomicBool>,
+    /// Tells passive (`pipeline`) inputs to stop: they leave the bus.
+    stopping_passive: Arc<AtomicBool>,
     /// A stop signal came: a failing output gives up its batch instead of retrying.
     interrupted: AtomicBool,
     /// A batch was given up (or an output closed): workers take no more batches.
@@ -101,6 +103,7 @@ pub fn start(
         output_tree: Arc::new(std::mem::take(&mut compiled.output_tree)),
         metrics: Arc::clone(&metrics),
         stopping: Arc::clone(&stopping),
+        stopping_passive: Arc::clone(&stopping_passive),
         interrupted: AtomicBool::new(false),
         halted: AtomicBool::new(false),
         given_up: AtomicU64::new(0),
@@ -169,12 +172,14 @@ pub fn start(
 }
 
 impl Shared {
-    /// The pipeline stops delivering: inputs stop, and the queue closes without draining, so
-    /// that no worker waits for batches that will not be delivered (a persisted queue keeps
-    /// them, even with `queue.drain`).
+    /// The pipeline stops delivering: inputs stop (`pipeline` inputs leave the bus, so that
+    /// senders see no receiver instead of one that refuses), and the queue closes without
+    /// draining, so that no worker waits for batches that will not be delivered (a persisted
+    /// queue keeps them, even with `queue.drain`).
     fn halt(&self) {
         if !self.halted.swap(true, Ordering::SeqCst) {
             self.stopping.store(true, Ordering::SeqCst);
+            self.stopping_passive.store(true, Ordering::SeqCst);
             self.queue.close_without_drain();
         }
     }

@@ -191,10 +191,7 @@ impl CheckpointStore {
         if !fits || needed * 4 > self.slot_size * 3 {
             let size = (needed * 2).max(MIN_SLOT).next_multiple_of(4096);
             match self.replace_file(cp, generation, size) {
-                Ok(()) => {
-                    self.next_generation += 1;
-                    return Ok(());
-                }
+                Ok(()) => return Ok(()),
                 // The new file is in place but its directory entry may not be durable.
                 Err(e) if !fits || self.dir_unsynced => return Err(e),
                 // No room for a bigger file: this one still holds the checkpoint.
@@ -242,9 +239,11 @@ impl CheckpointStore {
         }
         s.rename(CHECKPOINT_TMP, CHECKPOINT_FILE)
             .context(|| "renaming checkpoint.tmp to checkpoint".into())?;
-        // From here on the directory's checkpoint is the new file, synced or not.
+        // From here on the directory's checkpoint is the new file, synced or not, and its slot
+        // `generation % 2` holds `generation`: the next write goes to the other slot.
         self.file = Some(tmp);
         self.slot_size = slot_size;
+        self.next_generation = generation + 1;
         self.exists = true;
         self.dir_unsynced = true;
         s.sync_dir()
@@ -315,6 +314,27 @@ mod tests {
         let r = read(&s).unwrap();
         assert_eq!(r.current, Some((2, cp(3))));
         assert!(r.damaged_slots.is_empty());
+    }
+
+    /// A grown file renamed into place whose directory sync failed holds the checkpoint in
+    /// its slot `g % 2`: the next write must go to the other slot (it used to overwrite the
+    /// only valid one, which a torn write would then destroy).
+    #[test]
+    fn a_failed_directory_sync_after_growing_keeps_two_valid_slots() {
+        let s = SimStorage::new();
+        let (mut store, _) = reopen(&s);
+        store.write(&cp(1)).unwrap();
+        s.set_fail_dir_sync(true);
+        assert!(store.write(&cp(200)).is_err());
+        s.set_fail_dir_sync(false);
+        store.write(&cp(3)).unwrap();
+        let r = read(&s).unwrap();
+        let (generation, current) = r.current.clone().unwrap();
+        assert_eq!(current, cp(3));
+        // Damage the slot in force: the other one holds the previous checkpoint.
+        let slot_size = s.file_bytes(CHECKPOINT_FILE).unwrap().len() as u64 / 2;
+        s.corrupt(CHECKPOINT_FILE, (generation % 2) * slot_size + 40, &[0xFF]);
+        assert_eq!(read(&s).unwrap().current, Some((generation - 1, cp(200))));
     }
 
     #[test]

@@ -49,6 +49,7 @@ struct Faults {
     /// Bytes files may still grow by (None: unlimited).
     space_left: Mutex<Option<u64>>,
     fail_sync: AtomicBool,
+    fail_dir_sync: AtomicBool,
     /// How long a file sync takes, in microseconds (a disk's fsync latency).
     sync_micros: AtomicU64,
     writes: AtomicU64,
@@ -216,6 +217,11 @@ impl SimStorage {
         self.faults
             .sync_micros
             .store(latency.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// From now on directory syncs fail (or succeed again).
+    pub fn set_fail_dir_sync(&self, fail: bool) {
+        self.faults.fail_dir_sync.store(fail, Ordering::SeqCst);
     }
 
     pub fn set_fail_sync(&self, fail: bool) {
@@ -421,6 +427,9 @@ impl Storage for SimStorage {
 
     fn sync_dir(&self) -> io::Result<()> {
         self.faults.dir_syncs.fetch_add(1, Ordering::SeqCst);
+        if self.faults.fail_dir_sync.load(Ordering::SeqCst) {
+            return Err(io::Error::other("directory fsync failed (simulated)"));
+        }
         let mut d = self.dir.lock().unwrap();
         d.durable = d.current.clone();
         d.pending.clear();

@@ -3,8 +3,11 @@
 //!
 //! Returns only when every receiver's queue has taken the batch: a full receiver blocks the
 //! sender (back-pressure, as in Logstash), and with a persisted receiver queue the events are
-//! durable once this returns. A missing receiver is waited for (with one log line), unless
-//! `ensure_delivery => false`, which drops the events for that address and counts them.
+//! durable once this returns. A missing receiver (not started yet, restarting, or stopped) is
+//! waited for, unless `ensure_delivery => false`, which drops the events for that address and
+//! counts them. Waiting before any address took the batch is a retryable error (the worker
+//! retries with back-off, and a stop signal ends it); once one address has the batch, the
+//! others are waited for here, so that no address gets it twice.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -33,7 +36,14 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
 }
 
 impl PipelineOutput {
-    fn deliver(&self, address: &str, events: &[&Event]) {
+    /// Hands the batch to `address`. Without a receiver: an error if `may_give_up` (nothing
+    /// was delivered yet), else waits for one.
+    fn deliver(
+        &self,
+        address: &str,
+        events: &[&Event],
+        may_give_up: bool,
+    ) -> Result<(), OutputError> {
         let bus = PipelineBus::global();
         let mut warned = false;
         loop {
@@ -49,7 +59,7 @@ impl PipelineOutput {
                         if warned {
                             tracing::info!(address, "pipeline receiver is back; delivering");
                         }
-                        return;
+                        return Ok(());
                     }
                     // The receiver stopped between lookup and push (a reload): look again.
                 }
@@ -59,8 +69,11 @@ impl PipelineOutput {
                         .fetch_add(events.len() as u64, Ordering::Relaxed)
                         + events.len() as u64;
                     tracing::debug!(address, dropped_total = n, "no pipeline listens on this address; events dropped (ensure_delivery => false)");
-                    return;
+                    return Ok(());
                 }
+                None if may_give_up => return Err(OutputError::retryable(format!(
+                    "no running pipeline listens on address {address:?} (ensure_delivery => true)"
+                ))),
                 None => {}
             }
             if !warned {
@@ -74,8 +87,8 @@ impl PipelineOutput {
 
 impl Output for PipelineOutput {
     fn write(&self, events: &[&Event]) -> Result<(), OutputError> {
-        for address in &self.send_to {
-            self.deliver(address, events);
+        for (i, address) in self.send_to.iter().enumerate() {
+            self.deliver(address, events, i == 0)?;
         }
         Ok(())
     }
