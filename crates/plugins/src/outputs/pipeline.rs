@@ -71,9 +71,11 @@ impl PipelineOutput {
                     tracing::debug!(address, dropped_total = n, "no pipeline listens on this address; events dropped (ensure_delivery => false)");
                     return Ok(());
                 }
-                None if may_give_up => return Err(OutputError::retryable(format!(
+                None if may_give_up => {
+                    return Err(OutputError::retryable(format!(
                     "no running pipeline listens on address {address:?} (ensure_delivery => true)"
-                ))),
+                )))
+                }
                 None => {}
             }
             if !warned {
