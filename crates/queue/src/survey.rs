@@ -385,15 +385,23 @@ impl Surveyor<'_, '_> {
             (None, true, None) => Some("the checkpoint is empty".to_owned()),
         };
         let head_num = listed.last().map(|p| p.num);
-        // Pages left by a crash between a checkpoint that stopped listing them (all acked) and
-        // their deletion: below the checkpoint's head page, or — when it lists no page at all
-        // — holding only sequences below its next one.
+        // Every record below the checkpoint's next sequence is in a page it lists, or was
+        // acked (its page released) when it was written: the head page is always listed,
+        // except in the middle of a rollover, when all pages may have been released. So a page
+        // it does not list that was there when it was written (below its last listed page, or
+        // starting below its next sequence) is an acked page a crash kept from being deleted;
+        // and a page made after it starts at its next sequence or later.
+        let cp_next = cp.checkpoint().map(|c| c.next_seq);
         let mut stale: Vec<u64> = Vec::new();
-        for &f in &files {
-            let is_stale = match (head_num, cp.checkpoint()) {
-                (Some(h), _) => f < h && !listed.iter().any(|p| p.num == f),
-                (None, Some(c)) => self.first_seq(f)?.is_some_and(|s| s < c.next_seq),
-                (None, None) => false,
+        for &f in files
+            .iter()
+            .filter(|f| !listed.iter().any(|p| p.num == **f))
+        {
+            let is_stale = match cp_next {
+                None => false,
+                Some(next) => {
+                    head_num.is_some_and(|h| f < h) || self.first_seq(f)?.is_some_and(|s| s < next)
+                }
             };
             if is_stale {
                 stale.push(f);
@@ -435,7 +443,14 @@ impl Surveyor<'_, '_> {
         let mut prev_num: Option<u64> = None;
         let first_present = files.first().copied();
         let newest = files.last().copied();
+        let mut past_listed = false;
         for plan in plans {
+            // The first page made after the checkpoint starts at its next sequence (or after
+            // records found past its head page's prefix).
+            if plan.listed.is_none() && !past_listed {
+                past_listed = true;
+                prev_end = prev_end.max(cp_next);
+            }
             if !files.contains(&plan.num) {
                 let Some(p) = plan.listed else { continue };
                 prev_end = Some(p.end_seq());
@@ -475,17 +490,19 @@ impl Surveyor<'_, '_> {
                 self.out.pages.push(info);
             }
         }
-        // New records follow the last page kept. Sequences of records lost at the end (a head
-        // page cut short or missing) are given out again: sequences only order records and
-        // delimit acks, and a gap kept inside the queue would be reported again at every start.
-        self.out.next_seq = match self.out.pages.last() {
-            Some(p) => p.entry.end_seq(),
-            None => prev_end
-                .into_iter()
-                .chain(cp.checkpoint().map(|c| c.next_seq))
-                .max()
-                .unwrap_or(0),
-        };
+        // New records follow every sequence given out before: the last page kept, records
+        // found after it, and the checkpoint's next sequence (sequences of acked pages, and of
+        // records lost at the end, are not given out again).
+        self.out.next_seq = self
+            .out
+            .pages
+            .last()
+            .map(|p| p.entry.end_seq())
+            .into_iter()
+            .chain(prev_end)
+            .chain(cp_next)
+            .max()
+            .unwrap_or(0);
         if let Some(reason) = ack_state_lost {
             let events = self.out.unacked();
             self.out

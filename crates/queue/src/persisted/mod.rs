@@ -281,10 +281,13 @@ impl PersistedQueue {
         };
         // New records go on after the last page's, in its file when it ends where its valid
         // data does (any damage inside is skipped by the reader, record by record, so records
-        // appended behind it are safe); in a new page when the file was cut short, or when no
-        // checkpoint could say that the last page is open-ended.
+        // appended behind it are safe) and its last sequence is the last given out; in a new
+        // page when the file was cut short, when sequences were given out past it (records
+        // lost, or acked pages gone), or when no checkpoint could say that the last page is
+        // open-ended.
         let mut head = None;
-        if let Some(p) = pages.back_mut().filter(|_| checkpointed) {
+        let reusable = |p: &&mut PageState| checkpointed && p.end_seq() == next_seq;
+        if let Some(p) = pages.back_mut().filter(reusable) {
             let file = storage
                 .open(&page_name(p.num))
                 .context(|| format!("opening queue page {}", p.num))
