@@ -80,12 +80,12 @@ fn a_sender_to_a_halted_pipeline_stops_at_a_signal() {
     let dir = temp_dir("halted-receiver");
     std::fs::write(
         dir.join("settings/pipelines.yml"),
-        "- pipeline.id: up\n  config.string: 'input { generator { count => 5000 } } output { pipeline { send_to => [down] } }'\n\
+        "- pipeline.id: up\n  config.string: 'input { generator { } } output { pipeline { send_to => [down] } }'\n\
          - pipeline.id: down\n  config.string: 'input { pipeline { address => down } } output { stdout { codec => json_lines } }'\n",
     )
     .unwrap();
     let yml = format!(
-        "path.data: {}\nqueue.type: persisted\n",
+        "path.data: {}\nqueue.type: persisted\nqueue.page_capacity: 1mb\nqueue.max_bytes: 16mb\n",
         dir.join("data").display()
     );
     let mut run = Run::spawn(&dir, &yml, &["-w", "2"], Stdio::null(), Stdio::piped());
