@@ -12,6 +12,8 @@ pub mod filters;
 pub mod inputs;
 pub mod outputs;
 pub mod redis_conn;
+pub mod retry;
+pub mod tls;
 
 use sluice_pipeline::Registry;
 

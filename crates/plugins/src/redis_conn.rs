@@ -7,12 +7,12 @@
 //! threads, and a batch is one round trip (`LPOP key 125`, a pipeline of `RPUSH`es).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{Connection, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, RedisResult};
 use sluice_pipeline::{ConfigError, Options};
+
+use crate::tls::{install_crypto_provider, Tls};
 
 /// Where a Redis server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,17 +60,6 @@ pub fn parse_host(s: &str, default_port: u16) -> Result<Endpoint, String> {
     })
 }
 
-/// TLS settings (`ssl` / `ssl_enabled` and the `ssl_*` options).
-#[derive(Clone, Default)]
-pub struct Tls {
-    /// PEM of the authorities to trust; the system's roots when absent.
-    pub ca: Option<Vec<u8>>,
-    /// PEM client certificate and key, for servers that check clients.
-    pub client: Option<(Vec<u8>, Vec<u8>)>,
-    /// `ssl_verification_mode => none` turns this off.
-    pub verify: bool,
-}
-
 /// How to connect and talk to a server, whichever endpoint.
 #[derive(Clone)]
 pub struct ConnConfig {
@@ -107,7 +96,7 @@ impl ConnConfig {
         if !(timeout > 0.0 && timeout <= 86_400.0) {
             return Err(opts.error("timeout", "must be a number of seconds above 0"));
         }
-        let tls = tls_options(opts)?;
+        let tls = crate::tls::read(opts, crate::tls::Names::Redis, false)?;
         Ok(ConnConfig {
             password,
             db,
@@ -115,78 +104,6 @@ impl ConnConfig {
             timeout: Duration::from_secs_f64(timeout),
         })
     }
-}
-
-fn read_pem(opts: &Options, name: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
-    std::fs::read(path).map_err(|e| opts.error(name, format!("cannot read {path:?}: {e}")))
-}
-
-/// `ssl` (the input's and older outputs' name) or `ssl_enabled` (newer outputs'), with
-/// `ssl_certificate_authorities`, `ssl_certificate` + `ssl_key` and `ssl_verification_mode`.
-/// Options we cannot honour are config errors rather than silently ignored.
-fn tls_options(opts: &mut Options) -> Result<Option<Tls>, ConfigError> {
-    let ssl = opts.boolean("ssl")?;
-    let ssl_enabled = opts.boolean("ssl_enabled")?;
-    let enabled = ssl_enabled.or(ssl).unwrap_or(false);
-    let cas = opts.string_list("ssl_certificate_authorities")?;
-    let cert = opts.string("ssl_certificate")?;
-    let key = opts.string("ssl_key")?;
-    let mode = opts.choice("ssl_verification_mode", &["full", "none"], "full")?;
-    for unsupported in [
-        "ssl_key_passphrase",
-        "ssl_supported_protocols",
-        "ssl_cipher_suites",
-    ] {
-        if opts.has(unsupported) {
-            opts.take(unsupported);
-            return Err(opts.error(
-                unsupported,
-                "is not supported (keys must be unencrypted PEM; rustls picks TLS 1.2/1.3 and its own cipher suites)",
-            ));
-        }
-    }
-    if !enabled {
-        let given: Vec<&str> = [
-            ("ssl_certificate_authorities", cas.is_some()),
-            ("ssl_certificate", cert.is_some()),
-            ("ssl_key", key.is_some()),
-        ]
-        .iter()
-        .filter(|(_, g)| *g)
-        .map(|(n, _)| *n)
-        .collect();
-        if !given.is_empty() {
-            tracing::warn!(settings = ?given, "redis: SSL settings are not used while ssl is false");
-        }
-        return Ok(None);
-    }
-    let client = match (cert, key) {
-        (Some(c), Some(k)) => Some((
-            read_pem(opts, "ssl_certificate", &c)?,
-            read_pem(opts, "ssl_key", &k)?,
-        )),
-        (Some(_), None) => {
-            return Err(opts.error("ssl_certificate", "requires ssl_key as well"));
-        }
-        (None, Some(_)) => return Err(opts.error("ssl_key", "requires ssl_certificate as well")),
-        (None, None) => None,
-    };
-    let ca = match cas {
-        Some(paths) if !paths.is_empty() => {
-            let mut pem = Vec::new();
-            for p in &paths {
-                pem.extend_from_slice(&read_pem(opts, "ssl_certificate_authorities", p)?);
-                pem.push(b'\n');
-            }
-            Some(pem)
-        }
-        _ => None,
-    };
-    Ok(Some(Tls {
-        ca,
-        client,
-        verify: mode == "full",
-    }))
 }
 
 /// Opens a connection: TCP (or TLS) or a unix socket, then AUTH and SELECT as configured.
@@ -236,14 +153,6 @@ pub fn connect(ep: &Endpoint, cfg: &ConnConfig, extra_read: Duration) -> RedisRe
     con.set_read_timeout(Some(cfg.timeout + extra_read))?;
     con.set_write_timeout(Some(cfg.timeout))?;
     Ok(con)
-}
-
-fn install_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // Fails only when the process already chose a provider, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 /// The server's `redis_version` from `INFO server`, as (major, minor, patch); `None` when the
@@ -324,103 +233,6 @@ pub fn is_connection_error(e: &redis::RedisError) -> bool {
         || e.code().is_none()
 }
 
-/// Tracks one outage of a server shared by several threads: the first thread to see it fail
-/// logs one warning, the first to get through afterwards logs one line saying it is back.
-pub struct Outage {
-    what: String,
-    down: AtomicBool,
-    since: Mutex<Option<Instant>>,
-}
-
-impl Outage {
-    pub fn new(what: impl Into<String>) -> Outage {
-        Outage {
-            what: what.into(),
-            down: AtomicBool::new(false),
-            since: Mutex::new(None),
-        }
-    }
-
-    pub fn failed(&self, target: &str, error: &dyn std::fmt::Display) {
-        if !self.down.swap(true, Ordering::SeqCst) {
-            *self.since.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-            tracing::warn!(
-                "{}: Redis at {target} is unavailable ({error}); retrying with back-off until it is back",
-                self.what
-            );
-        } else {
-            tracing::debug!(
-                "{}: Redis at {target} still unavailable: {error}",
-                self.what
-            );
-        }
-    }
-
-    pub fn recovered(&self, target: &str) {
-        if self.down.load(Ordering::Relaxed) && self.down.swap(false, Ordering::SeqCst) {
-            let since = self.since.lock().unwrap_or_else(|p| p.into_inner()).take();
-            let secs = since.map_or(0.0, |s| s.elapsed().as_secs_f64());
-            tracing::warn!("{}: Redis at {target} is back after {secs:.1} s", self.what);
-        }
-    }
-}
-
-/// Exponential back-off between reconnection attempts.
-pub struct Backoff {
-    first: Duration,
-    max: Duration,
-    next: Duration,
-}
-
-impl Backoff {
-    pub fn new(first: Duration, max: Duration) -> Backoff {
-        Backoff {
-            first,
-            max: max.max(first),
-            next: first,
-        }
-    }
-
-    /// The delay to wait now; the next one doubles.
-    pub fn next_delay(&mut self) -> Duration {
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
-        d
-    }
-
-    pub fn reset(&mut self) {
-        self.next = self.first;
-    }
-}
-
-/// Sleeps `d` in short slices, returning early (with `false`) once `stop()` says so.
-pub fn sleep_unless(d: Duration, stop: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + d;
-    loop {
-        if stop() {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= end {
-            return true;
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(50)));
-    }
-}
-
-/// A small random number (for shuffling hosts and naming consumers), without a crate.
-pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    h.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -448,14 +260,5 @@ mod tests {
         assert_eq!(parse_version("redis_version:6.2\r\n"), Some((6, 2, 0)));
         assert_eq!(parse_version("redis_version:5.0.14-rc1"), Some((5, 0, 14)));
         assert_eq!(parse_version("# Server\r\n"), None);
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_max() {
-        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(350));
-        let got: Vec<_> = (0..4).map(|_| b.next_delay().as_millis()).collect();
-        assert_eq!(got, [100, 200, 350, 350]);
-        b.reset();
-        assert_eq!(b.next_delay().as_millis(), 100);
     }
 }

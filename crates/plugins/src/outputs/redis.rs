@@ -29,9 +29,9 @@ use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError};
 
 use crate::redis_conn::{
-    connect, is_connection_error, key_and_port, parse_host, random_u64, Backoff, CommandMap,
-    ConnConfig, Endpoint, Outage,
+    connect, is_connection_error, key_and_port, parse_host, CommandMap, ConnConfig, Endpoint,
 };
+use crate::retry::{random_u64, Backoff, Outage};
 
 pub struct RedisOutput {
     hosts: Vec<Endpoint>,
@@ -140,7 +140,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         codec: Mutex::new(codec),
         pool: Mutex::new(Vec::new()),
         last_congestion_check: Mutex::new(HashMap::new()),
-        outage: Outage::new(identity),
+        outage: Outage::new(identity, "Redis"),
     }))
 }
 

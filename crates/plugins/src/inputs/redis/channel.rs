@@ -13,7 +13,8 @@ use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{Codec, InputContext};
 
 use super::{DataType, Settings};
-use crate::redis_conn::{connect, sleep_unless, Backoff, Outage};
+use crate::redis_conn::connect;
+use crate::retry::{sleep_unless, Backoff, Outage};
 
 type Message = (String, Vec<u8>);
 

@@ -28,7 +28,8 @@ use sluice_event::Event;
 use sluice_pipeline::{Codec, InputContext};
 
 use super::{BatchMethod, Settings};
-use crate::redis_conn::{connect, random_u64, server_version, sleep_unless, Backoff, Outage};
+use crate::redis_conn::{connect, server_version};
+use crate::retry::{random_u64, sleep_unless, Backoff, Outage};
 
 /// How long one `BLPOP` waits on an empty list (servers ≥ 6.0 take fractions of a second).
 const BLOCK_SECS: &str = "0.25";

@@ -31,7 +31,8 @@ use std::time::Duration;
 
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
-use crate::redis_conn::{key_and_port, parse_host, CommandMap, ConnConfig, Endpoint, Outage};
+use crate::redis_conn::{key_and_port, parse_host, CommandMap, ConnConfig, Endpoint};
+use crate::retry::Outage;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataType {
@@ -162,7 +163,7 @@ impl Settings {
 impl Input for RedisInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
         let cfg = &*self.cfg;
-        let outage = Outage::new(format!("redis input {}", cfg.identity()));
+        let outage = Outage::new(format!("redis input {}", cfg.identity()), "Redis");
         tracing::info!(identity = %cfg.identity(), threads = cfg.threads, batch_count = cfg.batch_count, reliable = cfg.reliable, "redis input starting");
         match cfg.data_type {
             DataType::List => {

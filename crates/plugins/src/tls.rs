@@ -1,0 +1,149 @@
+//! The `ssl_*` options every network plugin shares, read once into [`Tls`]: the authorities to
+//! trust, a client certificate and key, and whether to verify the server. Each plugin turns
+//! them into its client library's configuration (rustls underneath everywhere).
+//!
+//! Options that cannot be honoured (encrypted keys, Java keystores, protocol and cipher lists:
+//! rustls picks TLS 1.2/1.3 and its own suites) are configuration errors, not ignored.
+
+use sluice_pipeline::{ConfigError, Options};
+
+/// TLS settings (`ssl_enabled` and the `ssl_*` options).
+#[derive(Clone, Default, Debug)]
+pub struct Tls {
+    /// PEM of the authorities to trust; the system's roots when absent.
+    pub ca: Option<Vec<u8>>,
+    /// PEM client certificate and key, for servers that check clients.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+    /// `ssl_verification_mode => none` turns this off.
+    pub verify: bool,
+}
+
+/// Which option names a plugin takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    /// `ssl` (the redis input's and older outputs' name) or `ssl_enabled`; any number of
+    /// authority files.
+    Redis,
+    /// `ssl_enabled` only (`ssl`, `cacert`, `ssl_certificate_verification`, `truststore`,
+    /// `keystore` are the obsolete names Logstash rejects); one authority file.
+    Elasticsearch,
+}
+
+fn read_pem(opts: &Options, name: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|e| opts.error(name, format!("cannot read {path:?}: {e}")))
+}
+
+/// Reads the TLS options; `None` when TLS is off. `enabled_by_default` is for plugins that
+/// turn TLS on from elsewhere (an `https://` host).
+pub fn read(
+    opts: &mut Options,
+    names: Names,
+    enabled_by_default: bool,
+) -> Result<Option<Tls>, ConfigError> {
+    let plugin = opts.plugin_name().to_owned();
+    let ssl_enabled = opts.boolean("ssl_enabled")?;
+    let enabled = match names {
+        Names::Redis => ssl_enabled.or(opts.boolean("ssl")?),
+        Names::Elasticsearch => {
+            for (old, new) in [
+                ("ssl", "ssl_enabled"),
+                ("ssl_certificate_verification", "ssl_verification_mode"),
+                ("cacert", "ssl_certificate_authorities"),
+                ("truststore", "ssl_certificate_authorities (PEM)"),
+                ("keystore", "ssl_certificate and ssl_key (PEM)"),
+                ("truststore_password", "nothing (PEM files have none)"),
+                ("keystore_password", "nothing (PEM files have none)"),
+            ] {
+                if opts.has(old) {
+                    opts.take(old);
+                    return Err(opts.error(old, format!("is obsolete; use {new}")));
+                }
+            }
+            ssl_enabled
+        }
+    }
+    .unwrap_or(enabled_by_default);
+    if let (Some(false), true) = (ssl_enabled, enabled_by_default) {
+        return Err(opts.error("ssl_enabled", "is false, but a host is given as https://"));
+    }
+    let cas = opts.string_list("ssl_certificate_authorities")?;
+    let cert = opts.string("ssl_certificate")?;
+    let key = opts.string("ssl_key")?;
+    let mode = opts.choice("ssl_verification_mode", &["full", "none"], "full")?;
+    for unsupported in [
+        "ssl_key_passphrase",
+        "ssl_supported_protocols",
+        "ssl_cipher_suites",
+        "ssl_truststore_path",
+        "ssl_truststore_type",
+        "ssl_truststore_password",
+        "ssl_keystore_path",
+        "ssl_keystore_type",
+        "ssl_keystore_password",
+        "ca_trusted_fingerprint",
+    ] {
+        if opts.has(unsupported) {
+            opts.take(unsupported);
+            return Err(opts.error(
+                unsupported,
+                "is not supported (use unencrypted PEM files with ssl_certificate_authorities, ssl_certificate and ssl_key; rustls picks TLS 1.2/1.3 and its own cipher suites)",
+            ));
+        }
+    }
+    if names == Names::Elasticsearch && cas.as_ref().is_some_and(|c| c.len() > 1) {
+        return Err(opts.error(
+            "ssl_certificate_authorities",
+            "takes one file (put several authorities in it)",
+        ));
+    }
+    if !enabled {
+        let given: Vec<&str> = [
+            ("ssl_certificate_authorities", cas.is_some()),
+            ("ssl_certificate", cert.is_some()),
+            ("ssl_key", key.is_some()),
+        ]
+        .iter()
+        .filter(|(_, g)| *g)
+        .map(|(n, _)| *n)
+        .collect();
+        if !given.is_empty() {
+            tracing::warn!(settings = ?given, "{plugin}: SSL settings are not used while SSL is off");
+        }
+        return Ok(None);
+    }
+    let client = match (cert, key) {
+        (Some(c), Some(k)) => Some((
+            read_pem(opts, "ssl_certificate", &c)?,
+            read_pem(opts, "ssl_key", &k)?,
+        )),
+        (Some(_), None) => {
+            return Err(opts.error("ssl_certificate", "requires ssl_key as well"));
+        }
+        (None, Some(_)) => return Err(opts.error("ssl_key", "requires ssl_certificate as well")),
+        (None, None) => None,
+    };
+    let ca = match cas {
+        Some(paths) if !paths.is_empty() => {
+            let mut pem = Vec::new();
+            for p in &paths {
+                pem.extend_from_slice(&read_pem(opts, "ssl_certificate_authorities", p)?);
+                pem.push(b'\n');
+            }
+            Some(pem)
+        }
+        _ => None,
+    };
+    Ok(Some(Tls {
+        ca,
+        client,
+        verify: mode == "full",
+    }))
+}
+
+/// Chooses ring as rustls's process-wide provider (once; a choice made earlier stands).
+pub fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
