@@ -329,6 +329,27 @@ fn node_flow(reports: &[(String, Value)]) -> Value {
     Value::Object(flow)
 }
 
+/// Puts `n` at a dotted path (`bulk_requests.responses.200`) into `map`, making the objects
+/// on the way.
+fn insert_dotted(map: &mut Map<String, Value>, path: &str, n: u64) {
+    match path.split_once('.') {
+        None => {
+            map.insert(path.to_owned(), json!(n));
+        }
+        Some((head, rest)) => {
+            let slot = map
+                .entry(head.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !slot.is_object() {
+                *slot = Value::Object(Map::new());
+            }
+            if let Value::Object(inner) = slot {
+                insert_dotted(inner, rest, n);
+            }
+        }
+    }
+}
+
 /// One pipeline's document of `/_node/stats/pipelines`.
 pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
     let history = t.history();
@@ -412,7 +433,14 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
             .collect::<Vec<Value>>()
     };
     let filters = worker_plugin(&plugins.filters, |s| &s.totals.filters);
-    let outputs = worker_plugin(&plugins.outputs, |s| &s.totals.outputs);
+    let mut outputs = worker_plugin(&plugins.outputs, |s| &s.totals.outputs);
+    for (entry, counters) in outputs.iter_mut().zip(&t.view.metrics.output_counters) {
+        if let (Some(c), Value::Object(entry)) = (counters, entry) {
+            for (path, n) in c.snapshot() {
+                insert_dotted(entry, &path, n);
+            }
+        }
+    }
     let codecs: Vec<Value> = plugins
         .codecs
         .iter()

@@ -19,7 +19,9 @@ pub mod registry;
 pub mod runtime;
 
 pub use options::{ConfigError, Options, PluginKind};
-pub use plugin::{Codec, Failure, Filter, Input, InputContext, Output, OutputError, Stopped};
+pub use plugin::{
+    Codec, Failure, Filter, Input, InputContext, Output, OutputError, Stopped, WriteContext,
+};
 pub use registry::Registry;
 pub use runtime::{PipelineSettings, RunningPipeline};
 

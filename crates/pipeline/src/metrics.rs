@@ -199,6 +199,8 @@ pub struct PipelineMetrics {
     /// When the pipeline started, for rates over its lifetime.
     pub started: Instant,
     pub started_at: SystemTime,
+    /// Per output (config order): the counters it keeps of its own, if any.
+    pub output_counters: Vec<Option<std::sync::Arc<NamedCounters>>>,
 }
 
 impl Default for PipelineMetrics {
@@ -236,6 +238,7 @@ impl PipelineMetrics {
             plugins,
             started: Instant::now(),
             started_at: SystemTime::now(),
+            output_counters: Vec::new(),
         }
     }
 
@@ -324,5 +327,51 @@ mod tests {
         assert_eq!(t.filters, vec![(18, 15, 30)]);
         assert_eq!(t.outputs, vec![(12, 12, 9)]);
         assert_eq!(t.inputs, vec![(10, 5), (7, 1)]);
+    }
+}
+
+/// Counters a plugin keeps of its own, by dotted path (`bulk_requests.responses.200`,
+/// `documents.successes`), shown nested under the plugin's entry in `/_node/stats`. Updated
+/// once per request or batch, never per event, so a mutex is no cost worth avoiding; paths
+/// can appear at run time (a response code seen for the first time).
+#[derive(Debug, Default)]
+pub struct NamedCounters {
+    values: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+impl NamedCounters {
+    /// Starts with these paths at zero, so that they show before anything happened.
+    pub fn with_paths(paths: &[&str]) -> Self {
+        NamedCounters {
+            values: std::sync::Mutex::new(paths.iter().map(|p| (p.to_string(), 0)).collect()),
+        }
+    }
+
+    /// Adds to several paths under one lock.
+    pub fn add_all(&self, adds: &[(&str, u64)]) {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        for (path, n) in adds {
+            match values.get_mut(*path) {
+                Some(v) => *v += n,
+                None => {
+                    values.insert(path.to_string(), *n);
+                }
+            }
+        }
+    }
+
+    pub fn add(&self, path: &str, n: u64) {
+        self.add_all(&[(path, n)]);
+    }
+
+    pub fn get(&self, path: &str) -> u64 {
+        let values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        values.get(path).copied().unwrap_or(0)
+    }
+
+    /// Every path and value, sorted by path.
+    pub fn snapshot(&self) -> Vec<(String, u64)> {
+        let values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        values.iter().map(|(k, v)| (k.clone(), *v)).collect()
     }
 }

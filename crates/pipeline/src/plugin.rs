@@ -79,9 +79,47 @@ impl std::fmt::Display for OutputError {
     }
 }
 
+/// What a worker tells an output along with a batch: whether a stop signal came (an output
+/// that retries on its own, item by item, gives up then and returns [`Failure::Retry`]).
+pub struct WriteContext<'a> {
+    interrupted: &'a AtomicBool,
+}
+
+impl<'a> WriteContext<'a> {
+    pub fn new(interrupted: &'a AtomicBool) -> Self {
+        WriteContext { interrupted }
+    }
+
+    /// A stop signal came: the batch is to be given up rather than retried.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+
+    /// Sleeps `d` in short slices; `false` (at once) when a stop signal came meanwhile.
+    pub fn sleep(&self, d: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + d;
+        loop {
+            if self.interrupted() {
+                return false;
+            }
+            let now = std::time::Instant::now();
+            if now >= until {
+                return true;
+            }
+            std::thread::sleep((until - now).min(std::time::Duration::from_millis(20)));
+        }
+    }
+}
+
 pub trait Output: Send + Sync {
     /// Hands on a batch's events. Called concurrently by several workers.
-    fn write(&self, events: &[&Event]) -> Result<(), OutputError>;
+    fn write(&self, events: &[&Event], ctx: &WriteContext) -> Result<(), OutputError>;
+
+    /// Counters of its own for the monitoring API (an Elasticsearch output's `bulk_requests`
+    /// and `documents`), shown under the output's entry.
+    fn counters(&self) -> Option<Arc<crate::metrics::NamedCounters>> {
+        None
+    }
 
     /// Flushes and releases resources at shutdown.
     fn close(&self) -> Result<(), OutputError> {

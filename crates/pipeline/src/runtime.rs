@@ -22,7 +22,7 @@ use sluice_event::Event;
 
 use crate::graph::{route, Compiled, FilterChain, Node};
 use crate::metrics::{Doing, PipelineMetrics};
-use crate::plugin::{Failure, InputContext};
+use crate::plugin::{Failure, InputContext, WriteContext};
 use crate::queue::EventQueue;
 use crate::registry::BuiltOutput;
 
@@ -91,10 +91,13 @@ pub fn start(
 ) -> std::io::Result<RunningPipeline> {
     let stopping = Arc::new(AtomicBool::new(false));
     let stopping_passive = Arc::new(AtomicBool::new(false));
-    let metrics = Arc::new(PipelineMetrics::new(
-        compiled.plugin_list(),
-        settings.workers.max(1),
-    ));
+    let mut metrics = PipelineMetrics::new(compiled.plugin_list(), settings.workers.max(1));
+    metrics.output_counters = compiled
+        .outputs
+        .iter()
+        .map(|o| o.output.counters())
+        .collect();
+    let metrics = Arc::new(metrics);
     let inputs = std::mem::take(&mut compiled.inputs);
     let shared = Arc::new(Shared {
         settings: settings.clone(),
@@ -280,7 +283,10 @@ fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Wr
     let mut backoff = Duration::from_millis(50);
     let mut log: Option<sluice_queue::repeated::Repeated> = None;
     loop {
-        let e = match out.output.write(events) {
+        let e = match out
+            .output
+            .write(events, &WriteContext::new(&shared.interrupted))
+        {
             Ok(()) => {
                 if let Some(log) = &mut log {
                     log.succeeded();

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use sluice_event::{Event, Template};
-use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError};
+use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
 pub struct FileOutput {
     path: Template,
@@ -104,7 +104,7 @@ impl FileOutput {
 }
 
 impl Output for FileOutput {
-    fn write(&self, events: &[&Event]) -> Result<(), OutputError> {
+    fn write(&self, events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let st = &mut *st;
         // Group by path, keeping the batch's order within each file.

@@ -1,7 +1,7 @@
 //! `null`: discards events (for benchmarks and tests).
 
 use sluice_event::Event;
-use sluice_pipeline::{ConfigError, Options, Output, OutputError};
+use sluice_pipeline::{ConfigError, Options, Output, OutputError, WriteContext};
 
 pub struct Null;
 
@@ -10,7 +10,7 @@ pub fn build(_opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
 }
 
 impl Output for Null {
-    fn write(&self, _events: &[&Event]) -> Result<(), OutputError> {
+    fn write(&self, _events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
         Ok(())
     }
 }

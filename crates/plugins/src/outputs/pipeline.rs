@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sluice_event::Event;
 use sluice_pipeline::bus::PipelineBus;
-use sluice_pipeline::{ConfigError, Options, Output, OutputError};
+use sluice_pipeline::{ConfigError, Options, Output, OutputError, WriteContext};
 
 pub struct PipelineOutput {
     send_to: Vec<String>,
@@ -88,7 +88,7 @@ impl PipelineOutput {
 }
 
 impl Output for PipelineOutput {
-    fn write(&self, events: &[&Event]) -> Result<(), OutputError> {
+    fn write(&self, events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
         for (i, address) in self.send_to.iter().enumerate() {
             self.deliver(address, events, i == 0)?;
         }

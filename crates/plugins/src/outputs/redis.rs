@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use redis::Connection;
 use sluice_event::{Event, Template};
-use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError};
+use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
 use crate::redis_conn::{
     connect, is_connection_error, key_and_port, parse_host, CommandMap, ConnConfig, Endpoint,
@@ -271,7 +271,7 @@ impl RedisOutput {
 }
 
 impl Output for RedisOutput {
-    fn write(&self, events: &[&Event]) -> Result<(), OutputError> {
+    fn write(&self, events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
         if events.is_empty() {
             return Ok(());
         }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use sluice_event::Event;
-use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError};
+use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
 pub struct Stdout {
     codec: Mutex<Box<dyn Codec>>,
@@ -19,7 +19,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
 }
 
 impl Output for Stdout {
-    fn write(&self, events: &[&Event]) -> Result<(), OutputError> {
+    fn write(&self, events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
         let mut buf = Vec::with_capacity(events.len() * 128);
         {
             let mut codec = self.codec.lock().unwrap_or_else(|p| p.into_inner());
