@@ -9,6 +9,7 @@ pub mod codecs;
 pub mod ecs;
 pub mod field;
 pub mod filters;
+pub mod http;
 pub mod inputs;
 pub mod outputs;
 pub mod redis_conn;
@@ -41,6 +42,8 @@ pub fn registry() -> Registry {
     r.add_output("null", outputs::null::build);
     r.add_output("redis", outputs::redis::build);
     r.add_output("pipeline", outputs::pipeline::build);
+    r.add_output("elasticsearch", outputs::elasticsearch::build);
+    r.add_output("opensearch", outputs::elasticsearch::build_opensearch);
 
     r.add_codec("line", codecs::line::build);
     r.add_codec("plain", codecs::plain::build);

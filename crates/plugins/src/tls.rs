@@ -140,6 +140,51 @@ pub fn read(
     }))
 }
 
+/// The `opensearch` output's TLS options, which keep the older names: `ssl`,
+/// `ssl_certificate_verification`, `cacert`, `tls_certificate` and `tls_key`. An `https://`
+/// host turns TLS on as the plugin does (`enabled_by_default`).
+pub fn read_opensearch(
+    opts: &mut Options,
+    enabled_by_default: bool,
+) -> Result<Option<Tls>, ConfigError> {
+    for unsupported in [
+        "truststore",
+        "truststore_password",
+        "keystore",
+        "keystore_password",
+    ] {
+        if opts.has(unsupported) {
+            opts.take(unsupported);
+            return Err(opts.error(
+                unsupported,
+                "is not supported (Java keystores); use PEM files with cacert, tls_certificate and tls_key",
+            ));
+        }
+    }
+    let enabled = opts.boolean("ssl")?.unwrap_or(false) || enabled_by_default;
+    let verify = opts.boolean_or("ssl_certificate_verification", true)?;
+    let ca = opts.string("cacert")?;
+    let cert = opts.string("tls_certificate")?;
+    let key = opts.string("tls_key")?;
+    if !enabled {
+        return Ok(None);
+    }
+    let client = match (cert, key) {
+        (Some(c), Some(k)) => Some((
+            read_pem(opts, "tls_certificate", &c)?,
+            read_pem(opts, "tls_key", &k)?,
+        )),
+        (Some(_), None) => return Err(opts.error("tls_certificate", "requires tls_key as well")),
+        (None, Some(_)) => return Err(opts.error("tls_key", "requires tls_certificate as well")),
+        (None, None) => None,
+    };
+    let ca = match ca {
+        Some(p) => Some(read_pem(opts, "cacert", &p)?),
+        None => None,
+    };
+    Ok(Some(Tls { ca, client, verify }))
+}
+
 /// Chooses ring as rustls's process-wide provider (once; a choice made earlier stands).
 pub fn install_crypto_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();

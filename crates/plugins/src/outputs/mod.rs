@@ -1,5 +1,6 @@
 //! Outputs: shared by all workers; each call gets one batch's events for this output.
 
+pub mod elasticsearch;
 pub mod file;
 pub mod null;
 pub mod pipeline;

@@ -1,0 +1,414 @@
+//! A pool of HTTP endpoints for outputs that talk to a cluster (Elasticsearch, OpenSearch).
+//!
+//! Every worker calls [`Pool::request`] at once: each request goes to the live endpoint with
+//! the fewest requests in flight (ties rotate), over a shared keep-alive connection pool
+//! (`ureq`, rustls underneath). An endpoint that cannot be reached is marked dead; a dead
+//! endpoint gets a health check (`HEAD` of the health-check path, a 2xx brings it back) once
+//! per `resurrect_delay`, run by whichever request comes along first, so no thread of its own
+//! is needed. When every endpoint is dead the request fails at once with
+//! [`HttpError::NoneAlive`]; the caller retries with back-off.
+//!
+//! Responses of any status are returned as they are: what a status means is the caller's
+//! business. Only failures to get a response at all are errors.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ureq::http;
+
+use crate::tls::Tls;
+
+/// One base URL of the pool (`https://es1:9200`, or with a path prefix behind a proxy).
+struct Endpoint {
+    /// Without a trailing slash.
+    url: String,
+    alive: AtomicBool,
+    in_flight: AtomicUsize,
+    /// When it was last marked dead or checked; a health check is due `resurrect_delay` later.
+    checked: Mutex<Instant>,
+}
+
+/// A response: its status and body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// The endpoint that answered (for messages).
+    pub url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpError {
+    /// No response from this endpoint (refused, reset, timed out, TLS failure); it is now
+    /// marked dead.
+    Unreachable { url: String, message: String },
+    /// Every endpoint is marked dead and none passed a health check.
+    NoneAlive { urls: Vec<String> },
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HttpError::Unreachable { url, message } => write!(f, "{url} unreachable: {message}"),
+            HttpError::NoneAlive { urls } => {
+                write!(
+                    f,
+                    "no host is reachable (all marked dead: {})",
+                    urls.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// How to reach the endpoints.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    pub urls: Vec<String>,
+    pub tls: Option<Tls>,
+    /// Sent with every request (authorization, custom headers).
+    pub headers: Vec<(String, String)>,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    pub resurrect_delay: Duration,
+    pub healthcheck_path: String,
+    /// Idle keep-alive connections kept per host (one per worker is enough).
+    pub max_idle_per_host: usize,
+}
+
+pub struct Pool {
+    endpoints: Vec<Endpoint>,
+    agent: ureq::Agent,
+    headers: Vec<(String, String)>,
+    resurrect_delay: Duration,
+    healthcheck_path: String,
+    next: AtomicUsize,
+}
+
+/// A request in flight on an endpoint; counts down when dropped.
+struct InFlight<'a>(&'a Endpoint);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn tls_config(tls: Option<&Tls>) -> Result<ureq::tls::TlsConfig, String> {
+    use ureq::tls::{Certificate, ClientCert, PemItem, RootCerts, TlsConfig};
+    let mut b = TlsConfig::builder();
+    let Some(tls) = tls else {
+        return Ok(b.build());
+    };
+    crate::tls::install_crypto_provider();
+    if let Some(pem) = &tls.ca {
+        let mut roots: Vec<Certificate<'static>> = Vec::new();
+        for item in ureq::tls::parse_pem(pem) {
+            match item {
+                Ok(PemItem::Certificate(c)) => roots.push(c),
+                Ok(_) => {}
+                Err(e) => return Err(format!("ssl_certificate_authorities: {e}")),
+            }
+        }
+        if roots.is_empty() {
+            return Err("ssl_certificate_authorities: no certificate in the file".into());
+        }
+        b = b.root_certs(RootCerts::Specific(Arc::new(roots)));
+    }
+    if let Some((cert, key)) = &tls.client {
+        let mut chain = Vec::new();
+        for item in ureq::tls::parse_pem(cert) {
+            match item {
+                Ok(PemItem::Certificate(c)) => chain.push(c),
+                Ok(_) => {}
+                Err(e) => return Err(format!("ssl_certificate: {e}")),
+            }
+        }
+        let key = ureq::tls::PrivateKey::from_pem(key).map_err(|e| format!("ssl_key: {e}"))?;
+        b = b.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+    }
+    Ok(b.disable_verification(!tls.verify).build())
+}
+
+impl Pool {
+    pub fn new(config: PoolConfig) -> Result<Pool, String> {
+        let agent_config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(config.timeout))
+            .max_idle_connections_per_host(config.max_idle_per_host.max(1))
+            .max_idle_connections(config.max_idle_per_host.max(1) * config.urls.len().max(1))
+            .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+            .tls_config(tls_config(config.tls.as_ref())?)
+            .build();
+        let now = Instant::now();
+        Ok(Pool {
+            endpoints: config
+                .urls
+                .iter()
+                .map(|u| Endpoint {
+                    url: u.trim_end_matches('/').to_owned(),
+                    alive: AtomicBool::new(true),
+                    in_flight: AtomicUsize::new(0),
+                    checked: Mutex::new(now),
+                })
+                .collect(),
+            agent: ureq::Agent::new_with_config(agent_config),
+            headers: config.headers,
+            resurrect_delay: config.resurrect_delay,
+            healthcheck_path: config.healthcheck_path,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.endpoints.iter().map(|e| e.url.clone()).collect()
+    }
+
+    /// How many endpoints are marked alive.
+    pub fn alive(&self) -> usize {
+        self.endpoints
+            .iter()
+            .filter(|e| e.alive.load(Ordering::Relaxed))
+            .count()
+    }
+
+    fn send(
+        &self,
+        url: &str,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Result<Reply, String> {
+        let mut req = http::Request::builder().method(method).uri(url);
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let result = match body {
+            Some(b) => req.body(b).map(|r| self.agent.run(r)),
+            None => req.body(()).map(|r| self.agent.run(r)),
+        };
+        let mut response = result
+            .map_err(|e| format!("bad request: {e}"))?
+            .map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_vec()
+            .map_err(|e| format!("reading the response: {e}"))?;
+        Ok(Reply {
+            status,
+            body,
+            url: url.to_owned(),
+        })
+    }
+
+    /// Health checks the dead endpoints that are due; those that answer 2xx are alive again.
+    fn resurrect(&self) {
+        for e in &self.endpoints {
+            if e.alive.load(Ordering::Relaxed) {
+                continue;
+            }
+            // One checker per endpoint; the others go on.
+            let Ok(mut checked) = e.checked.try_lock() else {
+                continue;
+            };
+            if checked.elapsed() < self.resurrect_delay {
+                continue;
+            }
+            let url = format!("{}{}", e.url, self.healthcheck_path);
+            match self.send(&url, "HEAD", &[], None) {
+                Ok(r) if (200..300).contains(&r.status) => {
+                    tracing::info!(url = %e.url, "host is reachable again");
+                    e.alive.store(true, Ordering::Relaxed);
+                }
+                Ok(r) => {
+                    tracing::warn!(url = %e.url, status = r.status, "health check failed: host stays marked dead")
+                }
+                Err(message) => {
+                    tracing::debug!(url = %e.url, error = %message, "health check: still unreachable")
+                }
+            }
+            *checked = Instant::now();
+        }
+    }
+
+    /// The live endpoint with the fewest requests in flight, counted in.
+    fn pick(&self) -> Option<InFlight<'_>> {
+        let n = self.endpoints.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut best: Option<&Endpoint> = None;
+        for i in 0..n {
+            let e = &self.endpoints[(start + i) % n];
+            if !e.alive.load(Ordering::Relaxed) {
+                continue;
+            }
+            if best.is_none_or(|b| {
+                e.in_flight.load(Ordering::Relaxed) < b.in_flight.load(Ordering::Relaxed)
+            }) {
+                best = Some(e);
+            }
+        }
+        best.map(|e| {
+            e.in_flight.fetch_add(1, Ordering::Relaxed);
+            InFlight(e)
+        })
+    }
+
+    /// Sends a request to one endpoint. `path` starts with `/` (and carries the query).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Result<Reply, HttpError> {
+        self.resurrect();
+        let Some(slot) = self.pick() else {
+            return Err(HttpError::NoneAlive { urls: self.urls() });
+        };
+        let e = slot.0;
+        let url = format!("{}{}", e.url, path);
+        match self.send(&url, method, headers, body) {
+            Ok(r) => Ok(r),
+            Err(message) => {
+                if e.alive.swap(false, Ordering::Relaxed) {
+                    tracing::warn!(url = %e.url, error = %message, "marking host dead");
+                }
+                if let Ok(mut checked) = e.checked.lock() {
+                    *checked = Instant::now();
+                }
+                Err(HttpError::Unreachable {
+                    url: e.url.clone(),
+                    message,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    fn pool(urls: Vec<String>) -> Pool {
+        Pool::new(PoolConfig {
+            urls,
+            tls: None,
+            headers: vec![("X-Test".into(), "1".into())],
+            timeout: Duration::from_secs(5),
+            resurrect_delay: Duration::from_millis(0),
+            healthcheck_path: "/".into(),
+            max_idle_per_host: 1,
+        })
+        .unwrap()
+    }
+
+    /// A one-connection-at-a-time HTTP server answering `status` with the request echoed.
+    fn server(status: u16) -> (String, std::thread::JoinHandle<()>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let h = std::thread::spawn(move || {
+            for s in l.incoming().take(3) {
+                let mut s = s.unwrap();
+                let mut buf = vec![0; 4096];
+                let n = s.read(&mut buf).unwrap();
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                let line = req.lines().next().unwrap_or("").to_owned();
+                let has_header = req.to_ascii_lowercase().contains("x-test: 1");
+                let body = format!("{line} {has_header}");
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (url, h)
+    }
+
+    #[test]
+    fn returns_any_status_with_body_and_sends_headers() {
+        let (url, _h) = server(404);
+        let p = pool(vec![url]);
+        let r = p.request("GET", "/x?y=1", &[], None).unwrap();
+        assert_eq!(r.status, 404);
+        assert_eq!(
+            String::from_utf8(r.body).unwrap(),
+            "GET /x?y=1 HTTP/1.1 true"
+        );
+    }
+
+    #[test]
+    fn unreachable_host_is_marked_dead_and_resurrected_by_health_check() {
+        // A port nobody listens on: bind, take the address, close.
+        let dead = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", l.local_addr().unwrap())
+        };
+        let p = pool(vec![dead.clone()]);
+        let e = p.request("GET", "/", &[], None).unwrap_err();
+        assert!(matches!(e, HttpError::Unreachable { .. }), "{e:?}");
+        assert_eq!(p.alive(), 0);
+        // Still nobody there: the health check fails and nothing is alive.
+        let e = p.request("GET", "/", &[], None).unwrap_err();
+        assert!(matches!(e, HttpError::NoneAlive { .. }), "{e:?}");
+        // A server on the same port: the health check brings the host back.
+        let port = dead.rsplit(':').next().unwrap();
+        let l = TcpListener::bind(format!("127.0.0.1:{port}")).unwrap();
+        let h = std::thread::spawn(move || {
+            for s in l.incoming().take(2) {
+                let mut s = s.unwrap();
+                let mut buf = vec![0; 4096];
+                let _ = s.read(&mut buf);
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+                );
+            }
+        });
+        let r = p.request("GET", "/", &[], None).unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(p.alive(), 1);
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn requests_go_to_the_live_host() {
+        let dead = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", l.local_addr().unwrap())
+        };
+        let (live, _h) = server(200);
+        let p = Pool::new(PoolConfig {
+            resurrect_delay: Duration::from_secs(3600),
+            ..PoolConfig {
+                urls: vec![dead, live.clone()],
+                tls: None,
+                headers: vec![],
+                timeout: Duration::from_secs(5),
+                resurrect_delay: Duration::ZERO,
+                healthcheck_path: "/".into(),
+                max_idle_per_host: 1,
+            }
+        })
+        .unwrap();
+        let mut ok = 0;
+        for _ in 0..3 {
+            if let Ok(r) = p.request("GET", "/", &[], None) {
+                assert_eq!(r.url, format!("{live}/"));
+                ok += 1;
+            }
+        }
+        // At most the first request went to the dead host; the rest reached the live one.
+        assert!(ok >= 2, "{ok}");
+        assert_eq!(p.alive(), 1);
+    }
+}
