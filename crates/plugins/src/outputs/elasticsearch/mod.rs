@@ -501,8 +501,7 @@ impl Output for ElasticsearchOutput {
         }
         let mut delay = self.s.retry_initial;
         while !pending.is_empty() {
-            let mut chunks: std::collections::VecDeque<Chunk> =
-                split(pending).into();
+            let mut chunks: std::collections::VecDeque<Chunk> = split(pending).into();
             let mut retry = Vec::new();
             while let Some(chunk) = chunks.pop_front() {
                 if let Some([a, b]) = self.send_chunk(events, &body, chunk, ctx, &mut retry)? {

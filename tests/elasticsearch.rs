@@ -1,0 +1,263 @@
+//! The `elasticsearch` and `opensearch` outputs through the real binary against real nodes:
+//! Elasticsearch 7.10.2 and OpenSearch 3 from Maven Central (`scripts/search-nodes/run`).
+//! Tests that stop a node mid-stream or shrink its write queue start a node of their own.
+
+mod run_support;
+mod search_support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use run_support::{temp_dir, Run};
+use search_support::{count, delete_index, get, send, shared, Kind, PrivateNode};
+
+fn run_to_end(dir: &std::path::Path, yml: &str, config: &str, secs: u64) -> String {
+    let mut r = Run::start(dir, yml, &[], config, Stdio::null(), Stdio::null());
+    let status = r.exit(secs);
+    let log = r.log();
+    assert!(status.success(), "sluice failed ({status}):\n{log}");
+    log
+}
+
+fn index_name(test: &str, kind: Kind) -> String {
+    format!("sluice-{test}-{}-{}", kind.plugin(), std::process::id())
+}
+
+#[test]
+fn indexes_100k_events_and_the_count_matches() {
+    for (kind, url) in shared("count") {
+        let index = index_name("count", kind);
+        let dir = temp_dir("es", &index);
+        let config = format!(
+            r#"input {{ generator {{ count => 100000 message => "GET /index.html 200 {kind:?} event with some padding to make it a realistic log line" }} }}
+               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" }} }}"#,
+            plugin = kind.plugin()
+        );
+        run_to_end(&dir, "pipeline.batch.size: 500\n", &config, 600);
+        assert_eq!(count(&url, &index), 100_000, "{kind:?}");
+        delete_index(&url, &index);
+    }
+}
+
+#[test]
+fn document_id_routing_update_and_delete() {
+    for (kind, url) in shared("actions") {
+        let index = index_name("actions", kind);
+        let dir = temp_dir("es", &index);
+        let plugin = kind.plugin();
+        let lines = |extra: &str| {
+            (0..10)
+                .map(|i| {
+                    format!(
+                        r#"'{{"id": "doc{i}", "shard": "r{}", "n": {i}{extra}}}'"#,
+                        i % 3
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // index with ids and routing
+        let config = format!(
+            r#"input {{ generator {{ lines => [{}] count => 1 codec => json }} }}
+               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" document_id => "%{{id}}" routing => "%{{shard}}" }} }}"#,
+            lines("")
+        );
+        run_to_end(&dir, "", &config, 120);
+        assert_eq!(count(&url, &index), 10, "{kind:?}");
+        let (status, doc) = get(&format!("{url}/{index}/_doc/doc4?routing=r1")).unwrap();
+        assert_eq!(status, 200, "{kind:?}: {doc}");
+        assert_eq!(doc["_routing"], "r1", "{kind:?}: {doc}");
+        assert_eq!(doc["_source"]["n"], 4, "{kind:?}: {doc}");
+
+        // update: a field added to every document, nothing duplicated
+        let config = format!(
+            r#"input {{ generator {{ lines => [{}] count => 1 codec => json }} }}
+               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" document_id => "%{{id}}" routing => "%{{shard}}" action => "update" }} }}"#,
+            lines(r#", "updated": true"#)
+        );
+        run_to_end(&dir, "", &config, 120);
+        assert_eq!(count(&url, &index), 10, "{kind:?}");
+        let (_, doc) = get(&format!("{url}/{index}/_doc/doc7?routing=r1")).unwrap();
+        assert_eq!(doc["_source"]["updated"], true, "{kind:?}: {doc}");
+        assert_eq!(doc["_source"]["n"], 7, "{kind:?}: {doc}");
+
+        // update with doc_as_upsert creates what is missing
+        let config = format!(
+            r#"input {{ generator {{ lines => ['{{"id": "new1", "shard": "r0", "n": 100}}'] count => 1 codec => json }} }}
+               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" document_id => "%{{id}}" routing => "%{{shard}}" action => "update" doc_as_upsert => true }} }}"#
+        );
+        run_to_end(&dir, "", &config, 120);
+        assert_eq!(count(&url, &index), 11, "{kind:?}");
+
+        // delete, the action taken from the event
+        let config = format!(
+            r#"input {{ generator {{ lines => [{}] count => 1 codec => json }} }}
+               filter {{ mutate {{ add_field => {{ "[@metadata][op]" => "delete" }} }} }}
+               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" document_id => "%{{id}}" routing => "%{{shard}}" action => "%{{[@metadata][op]}}" }} }}"#,
+            lines("")
+        );
+        run_to_end(&dir, "", &config, 120);
+        assert_eq!(count(&url, &index), 1, "{kind:?}");
+        delete_index(&url, &index);
+    }
+}
+
+#[test]
+fn a_mapping_conflict_is_an_event_error_not_retried() {
+    for (kind, url) in shared("conflict") {
+        let index = index_name("conflict", kind);
+        let dir = temp_dir("es", &index);
+        let plugin = kind.plugin();
+        let config = format!(
+            r#"input {{ generator {{ lines => ['{{"n": 1}}', '{{"n": "not a number"}}', '{{"n": 3}}'] count => 1 codec => json }} }}
+               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" }} }}"#
+        );
+        // One batch in order, one worker: the first document maps n as a number.
+        let log = run_to_end(&dir, "pipeline.workers: 1\n", &config, 120);
+        assert_eq!(count(&url, &index), 2, "{kind:?}:\n{log}");
+        assert!(
+            log.contains("could not index event") && log.contains("not a number"),
+            "{kind:?}:\n{log}"
+        );
+        assert!(log.contains("mapper_parsing_exception"), "{kind:?}:\n{log}");
+        delete_index(&url, &index);
+    }
+}
+
+/// Write thread pool of one thread and a queue of one: concurrent bulk requests get 429s,
+/// which are retried until every event is in.
+#[test]
+fn too_many_requests_are_retried_not_dropped() {
+    let Some(node) = PrivateNode::start(
+        Kind::Elasticsearch,
+        "429",
+        &["thread_pool.write.size=1", "thread_pool.write.queue_size=1"],
+    ) else {
+        return;
+    };
+    let index = "sluice-429";
+    let dir = temp_dir("es", index);
+    let config = format!(
+        r#"input {{ generator {{ count => 20000 message => "x" }} }}
+           output {{ elasticsearch {{ hosts => ["{}"] index => "{index}" retry_initial_interval => 0.05 retry_max_interval => 0.2 }} }}"#,
+        node.url
+    );
+    run_to_end(
+        &dir,
+        "pipeline.workers: 4\npipeline.batch.size: 50\n",
+        &config,
+        600,
+    );
+    assert_eq!(count(&node.url, index), 20_000);
+    let (_, stats) = get(&format!("{}/_nodes/stats/thread_pool", node.url)).unwrap();
+    let rejected: u64 = stats["nodes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n["thread_pool"]["write"]["rejected"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        rejected > 0,
+        "the node rejected nothing, so nothing was retried: {stats}"
+    );
+}
+
+/// The node is killed while events flow and comes back on the same port: every event is
+/// indexed once (the document id is the generator's sequence, so a retried request
+/// overwrites instead of duplicating).
+#[test]
+fn a_node_stopped_mid_stream_and_restarted_loses_nothing() {
+    for kind in [Kind::Elasticsearch, Kind::OpenSearch] {
+        let Some(mut node) = PrivateNode::start(kind, "restart", &[]) else {
+            continue;
+        };
+        let index = "sluice-restart";
+        let dir = temp_dir("es", &format!("restart-{}", kind.plugin()));
+        let total = 30_000;
+        let config = format!(
+            r#"input {{ generator {{ count => {total} message => "m" }} }}
+               output {{ {} {{ hosts => ["{}"] index => "{index}" document_id => "%{{[event][sequence]}}" retry_initial_interval => 0.2 retry_max_interval => 1 }} }}"#,
+            kind.plugin(),
+            node.url
+        );
+        let mut run = Run::start(
+            &dir,
+            "pipeline.batch.size: 100\n",
+            &[],
+            &config,
+            Stdio::null(),
+            Stdio::null(),
+        );
+        // Wait until some, not all, are in.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let n = get(&format!("{}/{index}/_count", node.url))
+                .ok()
+                .and_then(|(_, b)| b["count"].as_u64())
+                .unwrap_or(0);
+            if n > 0 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nothing indexed in 120 s:\n{}",
+                run.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        node.kill();
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(
+            run.child.try_wait().unwrap().is_none(),
+            "sluice ended while the node was down:\n{}",
+            run.log()
+        );
+        node.restart();
+        let status = run.exit(600);
+        assert!(status.success(), "{kind:?}:\n{}", run.log());
+        assert_eq!(count(&node.url, index), total, "{kind:?}:\n{}", run.log());
+        assert!(
+            run.log().contains("unavailable"),
+            "{kind:?}: no outage logged:\n{}",
+            run.log()
+        );
+    }
+}
+
+/// With the persisted queue, events queued while the node is down survive a SIGKILL of
+/// sluice and reach the node after the restart.
+#[test]
+fn queued_events_survive_a_sigkill_while_the_node_is_down() {
+    let Some(mut node) = PrivateNode::start(Kind::Elasticsearch, "pq", &[]) else {
+        return;
+    };
+    let index = "sluice-pq";
+    let dir = temp_dir("es", "pq-kill");
+    let yml = format!(
+        "queue.type: persisted\npath.data: {}\nqueue.drain: true\n",
+        dir.join("data").display()
+    );
+    node.kill();
+    let total = 5_000;
+    let config = format!(
+        r#"input {{ generator {{ count => {total} message => "m" }} }}
+           output {{ elasticsearch {{ hosts => ["{}"] index => "{index}" document_id => "%{{[event][sequence]}}" retry_initial_interval => 0.2 retry_max_interval => 1 }} }}"#,
+        node.url
+    );
+    let mut run = Run::start(&dir, &yml, &[], &config, Stdio::null(), Stdio::null());
+    run.wait_log("unavailable", 60);
+    // Let the generator finish queueing.
+    std::thread::sleep(Duration::from_secs(2));
+    run.signal("-KILL");
+    run.exit(30);
+    node.restart();
+    // Nothing new comes in: what reaches the node is what the queue replays.
+    let config = format!(
+        r#"input {{ stdin {{ }} }}
+           output {{ elasticsearch {{ hosts => ["{}"] index => "{index}" document_id => "%{{[event][sequence]}}" }} }}"#,
+        node.url
+    );
+    let log = run_to_end(&dir, &yml, &config, 300);
+    assert_eq!(count(&node.url, index), total, "{log}");
+    let _ = send("DELETE", &format!("{}/{index}", node.url), "");
+}
