@@ -1,0 +1,3 @@
+module sluice.bench/esbulk
+
+go 1.21
