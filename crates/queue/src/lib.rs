@@ -93,6 +93,7 @@
 
 pub mod ackset;
 pub mod checkpoint;
+pub mod dlq;
 pub mod error;
 pub mod format;
 pub mod memory;
