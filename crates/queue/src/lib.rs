@@ -9,6 +9,8 @@
 //!   once per batch, never per item.
 //! - [`persisted::PersistedQueue`]: records in append-only page files on disk, acked after
 //!   processing, replayed after a crash. The rest of this page is about it.
+//! - [`dlq`]: the dead letter queue's segment files (events outputs could not deliver), in
+//!   the same record framing, with a writer and a reader of their own.
 //!
 //! # On disk
 //!
