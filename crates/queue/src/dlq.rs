@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::format::{u32_at, u64_at, RecordBatch, RECORD_HEADER_LEN};
+use crate::format::{u32_at, u64_at, RecordBatch};
+use crate::page::{create_with_header, list_numbered};
 use crate::scan::{RecordCursor, Step};
 use crate::storage::{QueueFile, Storage};
 
@@ -38,22 +39,8 @@ fn segment_name(num: u64) -> String {
     format!("{SEGMENT_PREFIX}{num}")
 }
 
-fn segment_num(name: &str) -> Option<u64> {
-    let digits = name.strip_prefix(SEGMENT_PREFIX)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
 fn list_segments(storage: &dyn Storage) -> io::Result<Vec<u64>> {
-    let mut nums: Vec<u64> = storage
-        .list()?
-        .iter()
-        .filter_map(|n| segment_num(n))
-        .collect();
-    nums.sort_unstable();
-    Ok(nums)
+    list_numbered(storage, SEGMENT_PREFIX)
 }
 
 fn encode_header(num: u64, first_seq: u64) -> [u8; SEGMENT_HEADER_LEN as usize] {
@@ -346,17 +333,8 @@ impl DlqWriter {
         if st.head.is_none() || head_full {
             self.seal(st)?;
             let num = st.next_num;
-            let name = segment_name(num);
-            let file = match self.storage.create(&name) {
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    self.storage.remove(&name)?;
-                    self.storage.create(&name)?
-                }
-                other => other?,
-            };
-            file.write_at(0, &encode_header(num, st.next_seq))?;
-            file.sync()?;
-            self.storage.sync_dir()?;
+            let header = encode_header(num, st.next_seq);
+            let file = create_with_header(self.storage.as_ref(), &segment_name(num), &header)?;
             st.next_num += 1;
             st.total += SEGMENT_HEADER_LEN;
             st.segments.push_back(Segment {
@@ -524,8 +502,6 @@ impl DlqReader {
                         break;
                     }
                 }
-                self.pos.offset = self.cursor.offset;
-                self.pos.seq = self.cursor.seq;
             }
             self.pos.offset = self.cursor.offset;
             self.pos.seq = self.cursor.seq;
@@ -563,14 +539,10 @@ impl DlqReader {
     }
 }
 
-/// Bytes a record of `payload_len` takes in a segment.
-pub fn record_size(payload_len: usize) -> u64 {
-    (RECORD_HEADER_LEN + 8 + payload_len) as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::RECORD_HEADER_LEN;
     use crate::storage::FsStorage;
 
     fn dir(name: &str) -> std::path::PathBuf {

@@ -14,16 +14,30 @@ pub fn page_name(num: u64) -> String {
 
 /// The page number a file name stands for (`page.12` → 12).
 pub fn page_num(name: &str) -> Option<u64> {
-    let digits = name.strip_prefix(PAGE_PREFIX)?;
+    numbered(name, PAGE_PREFIX)
+}
+
+/// The page numbers present, ascending.
+pub fn list_pages(storage: &dyn Storage) -> io::Result<Vec<u64>> {
+    list_numbered(storage, PAGE_PREFIX)
+}
+
+/// The number of a file named `<prefix><N>`.
+pub fn numbered(name: &str, prefix: &str) -> Option<u64> {
+    let digits = name.strip_prefix(prefix)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     digits.parse().ok()
 }
 
-/// The page numbers present, ascending.
-pub fn list_pages(storage: &dyn Storage) -> io::Result<Vec<u64>> {
-    let mut nums: Vec<u64> = storage.list()?.iter().filter_map(|n| page_num(n)).collect();
+/// The numbers of the files named `<prefix><N>`, ascending.
+pub fn list_numbered(storage: &dyn Storage, prefix: &str) -> io::Result<Vec<u64>> {
+    let mut nums: Vec<u64> = storage
+        .list()?
+        .iter()
+        .filter_map(|n| numbered(n, prefix))
+        .collect();
     nums.sort_unstable();
     Ok(nums)
 }
@@ -38,15 +52,29 @@ pub fn create_page(
     num: u64,
     first_seq: u64,
 ) -> io::Result<Arc<dyn QueueFile>> {
-    let name = page_name(num);
-    let file = match storage.create(&name) {
+    create_with_header(
+        storage,
+        &page_name(num),
+        &PageHeader { num, first_seq }.encode(),
+    )
+}
+
+/// Creates file `name` holding `header`, durably: on return the file, its header and its
+/// directory entry are synced. A file of that name left by an earlier attempt that failed
+/// half-way is replaced (callers only create names above every one in use).
+pub fn create_with_header(
+    storage: &dyn Storage,
+    name: &str,
+    header: &[u8],
+) -> io::Result<Arc<dyn QueueFile>> {
+    let file = match storage.create(name) {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            storage.remove(&name)?;
-            storage.create(&name)?
+            storage.remove(name)?;
+            storage.create(name)?
         }
         other => other?,
     };
-    file.write_at(0, &PageHeader { num, first_seq }.encode())?;
+    file.write_at(0, header)?;
     file.sync()?;
     storage.sync_dir()?;
     Ok(file)
