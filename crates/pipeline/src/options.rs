@@ -243,6 +243,19 @@ impl<'a> Options<'a> {
         }
     }
 
+    /// A number of seconds between 0 and a day (intervals, timeouts), `default` when absent.
+    pub fn seconds(
+        &mut self,
+        name: &str,
+        default: f64,
+    ) -> Result<std::time::Duration, ConfigError> {
+        let v = self.float(name)?.unwrap_or(default);
+        if !(0.0..=86_400.0).contains(&v) {
+            return Err(self.error(name, "must be a number of seconds between 0 and 86400"));
+        }
+        Ok(std::time::Duration::from_secs_f64(v))
+    }
+
     pub fn boolean(&mut self, name: &str) -> Result<Option<bool>, ConfigError> {
         let Some((span, v)) = self.take(name) else {
             return Ok(None);

@@ -97,17 +97,23 @@ impl<'a> WriteContext<'a> {
 
     /// Sleeps `d` in short slices; `false` (at once) when a stop signal came meanwhile.
     pub fn sleep(&self, d: std::time::Duration) -> bool {
-        let until = std::time::Instant::now() + d;
-        loop {
-            if self.interrupted() {
-                return false;
-            }
-            let now = std::time::Instant::now();
-            if now >= until {
-                return true;
-            }
-            std::thread::sleep((until - now).min(std::time::Duration::from_millis(20)));
+        sleep_unless(d, || self.interrupted())
+    }
+}
+
+/// Sleeps `d` in short slices, returning early (with `false`) once `stop()` says so: the
+/// wait of every retry loop, so that a stop signal is seen at once.
+pub fn sleep_unless(d: std::time::Duration, stop: impl Fn() -> bool) -> bool {
+    let end = std::time::Instant::now() + d;
+    loop {
+        if stop() {
+            return false;
         }
+        let now = std::time::Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(std::time::Duration::from_millis(20)));
     }
 }
 

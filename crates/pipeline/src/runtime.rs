@@ -282,11 +282,9 @@ enum Written {
 fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Written {
     let mut backoff = Duration::from_millis(50);
     let mut log: Option<sluice_queue::repeated::Repeated> = None;
+    let ctx = WriteContext::new(&shared.interrupted);
     loop {
-        let e = match out
-            .output
-            .write(events, &WriteContext::new(&shared.interrupted))
-        {
+        let e = match out.output.write(events, &ctx) {
             Ok(()) => {
                 if let Some(log) = &mut log {
                     log.succeeded();
@@ -305,11 +303,7 @@ fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Wr
                     sluice_queue::repeated::Repeated::new(format!("output {}", out.id))
                 })
                 .failed(&e.message, "retrying the batch with back-off");
-                // Slept in slices, so that a stop signal is seen at once.
-                let until = Instant::now() + backoff;
-                while Instant::now() < until && !shared.interrupted.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(20).min(backoff));
-                }
+                ctx.sleep(backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }
             Failure::Reject => {

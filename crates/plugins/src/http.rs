@@ -95,36 +95,35 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// The certificates of a PEM file (other items, such as keys, are skipped).
+fn certificates(pem: &[u8], option: &str) -> Result<Vec<ureq::tls::Certificate<'static>>, String> {
+    let mut out = Vec::new();
+    for item in ureq::tls::parse_pem(pem) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => out.push(c),
+            Ok(_) => {}
+            Err(e) => return Err(format!("{option}: {e}")),
+        }
+    }
+    Ok(out)
+}
+
 fn tls_config(tls: Option<&Tls>) -> Result<ureq::tls::TlsConfig, String> {
-    use ureq::tls::{Certificate, ClientCert, PemItem, RootCerts, TlsConfig};
+    use ureq::tls::{ClientCert, RootCerts, TlsConfig};
     let mut b = TlsConfig::builder();
     let Some(tls) = tls else {
         return Ok(b.build());
     };
     crate::tls::install_crypto_provider();
     if let Some(pem) = &tls.ca {
-        let mut roots: Vec<Certificate<'static>> = Vec::new();
-        for item in ureq::tls::parse_pem(pem) {
-            match item {
-                Ok(PemItem::Certificate(c)) => roots.push(c),
-                Ok(_) => {}
-                Err(e) => return Err(format!("ssl_certificate_authorities: {e}")),
-            }
-        }
+        let roots = certificates(pem, "ssl_certificate_authorities")?;
         if roots.is_empty() {
             return Err("ssl_certificate_authorities: no certificate in the file".into());
         }
         b = b.root_certs(RootCerts::Specific(Arc::new(roots)));
     }
     if let Some((cert, key)) = &tls.client {
-        let mut chain = Vec::new();
-        for item in ureq::tls::parse_pem(cert) {
-            match item {
-                Ok(PemItem::Certificate(c)) => chain.push(c),
-                Ok(_) => {}
-                Err(e) => return Err(format!("ssl_certificate: {e}")),
-            }
-        }
+        let chain = certificates(cert, "ssl_certificate")?;
         let key = ureq::tls::PrivateKey::from_pem(key).map_err(|e| format!("ssl_key: {e}"))?;
         b = b.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
     }
@@ -388,16 +387,13 @@ mod tests {
         };
         let (live, _h) = server(200);
         let p = Pool::new(PoolConfig {
+            urls: vec![dead, live.clone()],
+            tls: None,
+            headers: vec![],
+            timeout: Duration::from_secs(5),
             resurrect_delay: Duration::from_secs(3600),
-            ..PoolConfig {
-                urls: vec![dead, live.clone()],
-                tls: None,
-                headers: vec![],
-                timeout: Duration::from_secs(5),
-                resurrect_delay: Duration::ZERO,
-                healthcheck_path: "/".into(),
-                max_idle_per_host: 1,
-            }
+            healthcheck_path: "/".into(),
+            max_idle_per_host: 1,
         })
         .unwrap();
         let mut ok = 0;

@@ -84,20 +84,7 @@ impl Backoff {
     }
 }
 
-/// Sleeps `d` in short slices, returning early (with `false`) once `stop()` says so.
-pub fn sleep_unless(d: Duration, stop: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + d;
-    loop {
-        if stop() {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= end {
-            return true;
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(50)));
-    }
-}
+pub use sluice_pipeline::plugin::sleep_unless;
 
 /// A small random number (for shuffling hosts and naming consumers), without a crate.
 pub fn random_u64() -> u64 {

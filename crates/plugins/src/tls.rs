@@ -7,13 +7,16 @@
 
 use sluice_pipeline::{ConfigError, Options};
 
+/// A client certificate chain and its key, PEM.
+pub type ClientPem = (Vec<u8>, Vec<u8>);
+
 /// TLS settings (`ssl_enabled` and the `ssl_*` options).
 #[derive(Clone, Default, Debug)]
 pub struct Tls {
     /// PEM of the authorities to trust; the system's roots when absent.
     pub ca: Option<Vec<u8>>,
     /// PEM client certificate and key, for servers that check clients.
-    pub client: Option<(Vec<u8>, Vec<u8>)>,
+    pub client: Option<ClientPem>,
     /// `ssl_verification_mode => none` turns this off.
     pub verify: bool,
 }
@@ -31,6 +34,24 @@ pub enum Names {
 
 fn read_pem(opts: &Options, name: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
     std::fs::read(path).map_err(|e| opts.error(name, format!("cannot read {path:?}: {e}")))
+}
+
+/// The client certificate and key (PEM), read from the paths the two options give; one
+/// without the other is an error.
+fn client_pair(
+    opts: &Options,
+    (cert_name, cert): (&str, Option<String>),
+    (key_name, key): (&str, Option<String>),
+) -> Result<Option<ClientPem>, ConfigError> {
+    match (cert, key) {
+        (Some(c), Some(k)) => Ok(Some((
+            read_pem(opts, cert_name, &c)?,
+            read_pem(opts, key_name, &k)?,
+        ))),
+        (Some(_), None) => Err(opts.error(cert_name, format!("requires {key_name} as well"))),
+        (None, Some(_)) => Err(opts.error(key_name, format!("requires {cert_name} as well"))),
+        (None, None) => Ok(None),
+    }
 }
 
 /// Reads the TLS options; `None` when TLS is off. `enabled_by_default` is for plugins that
@@ -111,17 +132,7 @@ pub fn read(
         }
         return Ok(None);
     }
-    let client = match (cert, key) {
-        (Some(c), Some(k)) => Some((
-            read_pem(opts, "ssl_certificate", &c)?,
-            read_pem(opts, "ssl_key", &k)?,
-        )),
-        (Some(_), None) => {
-            return Err(opts.error("ssl_certificate", "requires ssl_key as well"));
-        }
-        (None, Some(_)) => return Err(opts.error("ssl_key", "requires ssl_certificate as well")),
-        (None, None) => None,
-    };
+    let client = client_pair(opts, ("ssl_certificate", cert), ("ssl_key", key))?;
     let ca = match cas {
         Some(paths) if !paths.is_empty() => {
             let mut pem = Vec::new();
@@ -169,15 +180,7 @@ pub fn read_opensearch(
     if !enabled {
         return Ok(None);
     }
-    let client = match (cert, key) {
-        (Some(c), Some(k)) => Some((
-            read_pem(opts, "tls_certificate", &c)?,
-            read_pem(opts, "tls_key", &k)?,
-        )),
-        (Some(_), None) => return Err(opts.error("tls_certificate", "requires tls_key as well")),
-        (None, Some(_)) => return Err(opts.error("tls_key", "requires tls_certificate as well")),
-        (None, None) => None,
-    };
+    let client = client_pair(opts, ("tls_certificate", cert), ("tls_key", key))?;
     let ca = match ca {
         Some(p) => Some(read_pem(opts, "cacert", &p)?),
         None => None,

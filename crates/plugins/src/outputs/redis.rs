@@ -59,14 +59,6 @@ struct Slot {
     ends: Vec<usize>,
 }
 
-fn seconds(opts: &mut Options, name: &str, default: f64) -> Result<Duration, ConfigError> {
-    let v = opts.float(name)?.unwrap_or(default);
-    if !(0.0..=86_400.0).contains(&v) {
-        return Err(opts.error(name, "must be a number of seconds, 0 or more"));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     let channel = match opts.string("data_type")?.as_deref() {
         Some("list") => false,
@@ -112,13 +104,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     }
     // Batches are never held back, so there is no timeout to wait for; accepted for configs
     // written for Logstash.
-    seconds(opts, "batch_timeout", 5.0)?;
+    opts.seconds("batch_timeout", 5.0)?;
     let congestion_threshold = opts.int("congestion_threshold")?.unwrap_or(0);
     if congestion_threshold < 0 {
         return Err(opts.error("congestion_threshold", "must be 0 (off) or more"));
     }
-    let congestion_interval = seconds(opts, "congestion_interval", 1.0)?;
-    let reconnect_interval = seconds(opts, "reconnect_interval", 1.0)?;
+    let congestion_interval = opts.seconds("congestion_interval", 1.0)?;
+    let reconnect_interval = opts.seconds("reconnect_interval", 1.0)?;
     let commands = CommandMap::from_options(opts, &["rpush", "publish", "llen"])?;
     let codec = opts.codec("json")?;
     let identity = format!(

@@ -9,10 +9,12 @@
 //! `script`). An event that cannot be rendered (an action that is none of those, an index
 //! that still holds `%{...}`) is an event error: it never reaches the request.
 
+use std::fmt::Write as _;
+
 use serde::Deserialize;
 use sluice_event::{Event, FieldRef, Value};
 
-use super::config::{sanitize_ds_part, ScriptType, Settings};
+use super::config::{sanitize_ds_part, ScriptType, Settings, VALID_ACTIONS};
 
 /// What the server told us about itself (`GET /`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,8 @@ fn push_field(out: &mut Vec<u8>, first: &mut bool, name: &str, value: &str) {
 /// Renders templates for one event into reusable strings.
 pub struct Renderer {
     scratch: String,
+    /// The event's target index or data stream.
+    index: String,
     target_pipeline: FieldRef,
 }
 
@@ -68,6 +72,7 @@ impl Renderer {
     pub fn new() -> Self {
         Renderer {
             scratch: String::new(),
+            index: String::new(),
             target_pipeline: FieldRef::parse("[@metadata][target_ingest_pipeline]")
                 .expect("a valid field reference"),
         }
@@ -104,17 +109,18 @@ impl Renderer {
         out: &mut Vec<u8>,
     ) -> Result<(), String> {
         let action = match s.action.constant() {
-            Some(a) => a.to_owned(),
-            None => self.render(&s.action, event).to_owned(),
+            Some(a) => a,
+            None => self.render(&s.action, event),
         };
-        if !["index", "create", "update", "delete"].contains(&action.as_str()) {
+        let Some(action) = VALID_ACTIONS.iter().copied().find(|a| *a == action) else {
             return Err(format!(
                 "Badly formatted action: {action:?} (expected index, create, update or delete)"
             ));
-        }
-        // Data stream target, and whether the event's [data_stream] fields need setting.
+        };
+        // The target (into `self.index`), and the [data_stream] fields the event should have.
         let mut ds_fields: Option<[String; 3]> = None;
-        let index = match (&s.data_stream, &s.index) {
+        self.index.clear();
+        match (&s.data_stream, &s.index) {
             (Some(ds), _) => {
                 let mut parts = [ds.kind.clone(), ds.dataset.clone(), ds.namespace.clone()];
                 if ds.auto_routing {
@@ -131,64 +137,59 @@ impl Renderer {
                         }
                     }
                 }
-                let target = format!("{}-{}-{}", parts[0], parts[1], parts[2]);
+                let _ = write!(self.index, "{}-{}-{}", parts[0], parts[1], parts[2]);
                 if ds.sync_fields {
                     ds_fields = Some(parts);
                 }
-                target
             }
             (None, Some(t)) => {
-                let index = self.render(t, event).to_owned();
-                if s.dlq_on_failed_indexname_interpolation && index.contains("%{") {
+                t.render_into(event, &mut self.index);
+                if s.dlq_on_failed_indexname_interpolation && self.index.contains("%{") {
                     return Err(format!(
-                        "Badly formatted index, after interpolation still contains placeholder: [{index}]"
+                        "Badly formatted index, after interpolation still contains placeholder: [{}]",
+                        self.index
                     ));
                 }
-                index
             }
-            (None, None) => String::new(),
-        };
+            (None, None) => {}
+        }
 
         out.extend_from_slice(b"{");
-        push_str(out, &action);
+        push_str(out, action);
         out.extend_from_slice(b":{");
         let mut first = true;
-        push_field(out, &mut first, "_index", &index);
+        push_field(out, &mut first, "_index", &self.index);
         if let Some(t) = &s.document_id {
-            let id = self.render(t, event).to_owned();
-            push_field(out, &mut first, "_id", &id);
+            push_field(out, &mut first, "_id", self.render(t, event));
         }
         if let Some(t) = &s.routing {
-            let v = self.render(t, event).to_owned();
-            push_field(out, &mut first, "routing", &v);
+            push_field(out, &mut first, "routing", self.render(t, event));
         }
         let pipeline = match &s.pipeline {
-            Some(t) => Some(self.render(t, event).to_owned()),
+            Some(t) => Some(self.render(t, event)),
             None => match event.get(&self.target_pipeline) {
-                Some(Value::String(p)) => Some(p.to_string()),
+                Some(Value::String(p)) => Some(p.as_str()),
                 _ => None,
             },
         };
         if let Some(p) = pipeline.filter(|p| !p.is_empty()) {
-            push_field(out, &mut first, "pipeline", &p);
+            push_field(out, &mut first, "pipeline", p);
         }
         // `_type`: Elasticsearch 6 always; 7 when document_type is set; never from 8 on.
         // OpenSearch: when document_type is set.
         let doc_type = match (&s.document_type, server.opensearch, server.major) {
-            (Some(t), true, _) => Some(self.render(t, event).to_owned()),
-            (Some(t), false, 6..=7) => Some(self.render(t, event).to_owned()),
-            (None, false, 6) => Some("doc".to_owned()),
+            (Some(t), true, _) | (Some(t), false, 6..=7) => Some(self.render(t, event)),
+            (None, false, 6) => Some("doc"),
             (None, false, 0..=5) => Some(
                 event
                     .get_field("type")
                     .and_then(|v| v.as_str())
-                    .unwrap_or("doc")
-                    .to_owned(),
+                    .unwrap_or("doc"),
             ),
             _ => None,
         };
         if let Some(t) = doc_type {
-            push_field(out, &mut first, "_type", &t);
+            push_field(out, &mut first, "_type", t);
         }
         if action == "update" {
             out.extend_from_slice(
@@ -196,10 +197,10 @@ impl Renderer {
             );
         }
         if let Some(t) = &s.version {
-            let v = self.render(t, event).to_owned();
+            let v = self.render(t, event);
             match v.parse::<i64>() {
                 Ok(n) => out.extend_from_slice(format!(",\"version\":{n}").as_bytes()),
-                Err(_) => push_field(out, &mut first, "version", &v),
+                Err(_) => push_field(out, &mut first, "version", v),
             }
         }
         if let Some(vt) = &s.version_type {
@@ -207,7 +208,7 @@ impl Renderer {
         }
         out.extend_from_slice(b"}}\n");
 
-        match action.as_str() {
+        match action {
             "delete" => {}
             "update" => self.update_source(s, event, out)?,
             _ => write_source(event, ds_fields.as_ref(), out),

@@ -85,8 +85,6 @@ pub struct TemplateSettings {
 }
 
 pub struct Settings {
-    pub flavor: Flavor,
-    pub ecs: Ecs,
     /// Base URLs, without a trailing slash (path prefix included).
     pub hosts: Vec<String>,
     pub tls: Option<Tls>,
@@ -122,21 +120,12 @@ pub struct Settings {
     pub silence_errors_in_log: Vec<String>,
     pub drop_error_types: Vec<String>,
     pub template: TemplateSettings,
-    /// `ilm_enabled` as given (`auto`, `true`, `false`) and whether the defaults would turn
-    /// it on (see [`super::template`]).
-    pub ilm_enabled: String,
+    /// Logstash would set up index lifecycle management here (`ilm_enabled => auto` with the
+    /// default index); sluice says at first contact that it does not.
     pub ilm_wanted: bool,
 }
 
-const VALID_ACTIONS: [&str; 4] = ["index", "create", "update", "delete"];
-
-fn seconds(opts: &mut Options, name: &str, default: f64) -> Result<Duration, ConfigError> {
-    let v = opts.float(name)?.unwrap_or(default);
-    if !(0.0..=86_400.0).contains(&v) {
-        return Err(opts.error(name, "must be a number of seconds between 0 and 86400"));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
+pub const VALID_ACTIONS: [&str; 4] = ["index", "create", "update", "delete"];
 
 fn reject(opts: &mut Options, name: &str, why: &str) -> Result<(), ConfigError> {
     if opts.has(name) {
@@ -235,7 +224,6 @@ impl Settings {
                 "proxy",
                 "is not supported (sluice connects to the hosts directly)",
             ),
-            ("sniffing", "is not supported (list the nodes in hosts)"),
             (
                 "parent",
                 "is not supported (join fields: set routing and the join field in the event)",
@@ -261,14 +249,12 @@ impl Settings {
                 "is not supported (the version is read from the server)",
             ),
         ] {
-            if name == "sniffing" && opts.has(name) {
-                if opts.boolean("sniffing")? == Some(true) {
-                    return Err(opts.error(name, why));
-                }
-                continue;
-            }
             reject(opts, name, why)?;
         }
+        if opts.boolean("sniffing")? == Some(true) {
+            return Err(opts.error("sniffing", "is not supported (list the nodes in hosts)"));
+        }
+        // Without sniffing these have no effect, in Logstash too.
         let _ = (opts.float("sniffing_delay")?, opts.string("sniffing_path")?);
         let ecs = Ecs::from_options(opts)?;
 
@@ -370,8 +356,8 @@ impl Settings {
                 .join("&"),
             _ => String::new(),
         };
-        let timeout = seconds(opts, "timeout", 60.0)?;
-        let resurrect_delay = seconds(opts, "resurrect_delay", 5.0)?;
+        let timeout = opts.seconds("timeout", 60.0)?;
+        let resurrect_delay = opts.seconds("resurrect_delay", 5.0)?;
         let healthcheck_path = match opts.string("healthcheck_path")? {
             Some(p) => format!("/{}", p.trim_start_matches('/')),
             None => "/".to_owned(),
@@ -480,8 +466,8 @@ impl Settings {
             (None, Some(true)) => 1,
             (None, _) => u32::from(es),
         };
-        let retry_initial = seconds(opts, "retry_initial_interval", 2.0)?;
-        let retry_max = seconds(opts, "retry_max_interval", 64.0)?;
+        let retry_initial = opts.seconds("retry_initial_interval", 2.0)?;
+        let retry_max = opts.seconds("retry_max_interval", 64.0)?;
         if retry_initial > retry_max {
             return Err(opts.error(
                 "retry_initial_interval",
@@ -698,8 +684,6 @@ impl Settings {
             }
         }
         Ok(Settings {
-            flavor,
-            ecs,
             hosts,
             tls,
             headers,
@@ -727,7 +711,6 @@ impl Settings {
             silence_errors_in_log,
             drop_error_types,
             template,
-            ilm_enabled,
             ilm_wanted,
         })
     }

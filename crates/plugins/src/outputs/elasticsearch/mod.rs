@@ -33,7 +33,7 @@ use sluice_pipeline::metrics::NamedCounters;
 use sluice_pipeline::{ConfigError, Options, Output, OutputError, WriteContext};
 
 use crate::http::{HttpError, Pool, PoolConfig};
-use crate::retry::Outage;
+use crate::retry::{Backoff, Outage};
 use bulk::{BulkResponse, Renderer, Server};
 use config::{Flavor, Settings};
 
@@ -91,16 +91,12 @@ fn build_flavor(opts: &mut Options, flavor: Flavor) -> Result<Box<dyn Output>, C
     })
     .map_err(|e| opts.plugin_error(e))?;
     let label = format!("{} output {}", opts.plugin_name(), s.hosts.join(","));
-    let sep = if s.bulk_path.contains('?') { '&' } else { '?' };
-    let mut bulk_path = if s.bulk_path == "/_bulk" {
-        "/_bulk?filter_path=errors,items.*.error,items.*.status".to_owned()
+    let bulk_path = if s.bulk_path == "/_bulk" {
+        "/_bulk?filter_path=errors,items.*.error,items.*.status"
     } else {
-        s.bulk_path.clone()
+        &s.bulk_path
     };
-    if !s.query.is_empty() {
-        let sep = if bulk_path.contains('?') { '&' } else { sep };
-        bulk_path = format!("{bulk_path}{sep}{}", s.query);
-    }
+    let bulk_path = with_query(bulk_path, &s.query);
     Ok(Box::new(ElasticsearchOutput {
         outage: Outage::new(label.clone(), flavor.service()),
         pool,
@@ -119,19 +115,18 @@ type Chunk = Vec<(usize, Range<usize>)>;
 
 /// What became of one item.
 enum Fate {
-    Done,
+    Indexed,
+    /// Dropped on purpose (a conflict, `drop_error_types`).
+    Dropped,
+    /// Cannot be indexed as it is (counted by [`ElasticsearchOutput::event_failed`]).
+    Failed,
     Retry,
 }
 
 impl ElasticsearchOutput {
+    /// `path` with the `parameters` query.
     fn with_query(&self, path: &str) -> String {
-        if self.s.query.is_empty() {
-            path.to_owned()
-        } else if path.contains('?') {
-            format!("{path}&{}", self.s.query)
-        } else {
-            format!("{path}?{}", self.s.query)
-        }
+        with_query(path, &self.s.query)
     }
 
     /// Reads the server's version and installs the template, once; retried with back-off
@@ -141,7 +136,7 @@ impl ElasticsearchOutput {
             return Ok(*s);
         }
         let _one = self.connecting.lock().unwrap_or_else(|e| e.into_inner());
-        let mut delay = self.s.retry_initial;
+        let mut backoff = Backoff::new(self.s.retry_initial, self.s.retry_max);
         loop {
             if let Some(s) = self.server.get() {
                 return Ok(*s);
@@ -154,13 +149,12 @@ impl ElasticsearchOutput {
                 }
                 Err(e) => self.outage.failed(&self.pool.urls().join(","), &e),
             }
-            if !ctx.sleep(delay) {
+            if !ctx.sleep(backoff.next_delay()) {
                 return Err(OutputError::retryable(format!(
                     "{}: stopped while waiting for the server",
                     self.label
                 )));
             }
-            delay = (delay * 2).min(self.s.retry_max);
         }
     }
 
@@ -241,68 +235,33 @@ impl ElasticsearchOutput {
     }
 
     fn classify(&self, event: &Event, item: &bulk::ItemResult) -> Fate {
-        match item.status {
-            200 | 201 => Fate::Done,
-            409 => {
-                self.log_item(
-                    tracing::Level::WARN,
-                    "failed action (version conflict)",
-                    event,
-                    409,
-                    item,
-                );
-                Fate::Done
-            }
-            _ if self
-                .s
+        let dropped_type = || {
+            self.s
                 .drop_error_types
                 .iter()
-                .any(|t| t == item.error_type()) =>
-            {
-                self.log_item(
-                    tracing::Level::WARN,
-                    "dropped (error type in drop_error_types)",
-                    event,
-                    item.status,
-                    item,
-                );
-                Fate::Done
+                .any(|t| t == item.error_type())
+        };
+        match item.status {
+            200 | 201 => Fate::Indexed,
+            409 => {
+                let what = "failed action (version conflict)";
+                self.log_item(tracing::Level::WARN, what, event, 409, item);
+                Fate::Dropped
             }
-            400 | 404 => {
-                self.event_failed(
-                    event,
-                    &format!(
-                        "status {}: {}",
-                        item.status,
-                        item.error
-                            .as_ref()
-                            .map(|e| e.to_string())
-                            .unwrap_or_default()
-                    ),
-                );
-                Fate::Done
+            s if dropped_type() => {
+                let what = "dropped (error type in drop_error_types)";
+                self.log_item(tracing::Level::WARN, what, event, s, item);
+                Fate::Dropped
             }
-            s if self.s.dlq_custom_codes.contains(&s) => {
-                self.event_failed(
-                    event,
-                    &format!(
-                        "status {s}: {}",
-                        item.error
-                            .as_ref()
-                            .map(|e| e.to_string())
-                            .unwrap_or_default()
-                    ),
-                );
-                Fate::Done
+            s if matches!(s, 400 | 404) || self.s.dlq_custom_codes.contains(&s) => {
+                let error = item.error.as_ref().map(|e| e.to_string());
+                let reason = format!("status {s}: {}", error.unwrap_or_default());
+                self.event_failed(event, &reason);
+                Fate::Failed
             }
             s => {
-                self.log_item(
-                    tracing::Level::INFO,
-                    "retrying failed action",
-                    event,
-                    s,
-                    item,
-                );
+                let what = "retrying failed action";
+                self.log_item(tracing::Level::INFO, what, event, s, item);
                 Fate::Retry
             }
         }
@@ -349,7 +308,7 @@ impl ElasticsearchOutput {
         if self.s.compression_level > 0 {
             headers.push(("Content-Encoding", "gzip"));
         }
-        let mut delay = self.s.retry_initial;
+        let mut backoff = Backoff::new(self.s.retry_initial, self.s.retry_max);
         loop {
             let failure = match self
                 .pool
@@ -365,10 +324,10 @@ impl ElasticsearchOutput {
                     e.to_string()
                 }
                 Ok(r) => {
-                    let code = format!("bulk_requests.responses.{}", r.status);
+                    self.counters
+                        .add(&format!("bulk_requests.responses.{}", r.status), 1);
                     if r.status == 413 {
-                        self.counters
-                            .add_all(&[(&code, 1), ("bulk_requests.failures", 1)]);
+                        self.counters.add("bulk_requests.failures", 1);
                         if chunk.len() > 1 {
                             let mut first = chunk;
                             let second = first.split_off(first.len() / 2);
@@ -400,8 +359,7 @@ impl ElasticsearchOutput {
                             }
                         }
                     } else {
-                        self.counters
-                            .add_all(&[(&code, 1), ("bulk_requests.failures", 1)]);
+                        self.counters.add("bulk_requests.failures", 1);
                         let text =
                             String::from_utf8_lossy(&r.body[..r.body.len().min(500)]).into_owned();
                         if r.status == 429 {
@@ -423,10 +381,9 @@ impl ElasticsearchOutput {
                 }
             };
             tracing::debug!("{}: bulk request failed: {failure}", self.label);
-            if !ctx.sleep(delay) {
+            if !ctx.sleep(backoff.next_delay()) {
                 return Err(OutputError::retryable(format!("{}: {failure}", self.label)));
             }
-            delay = (delay * 2).min(self.s.retry_max);
         }
     }
 
@@ -437,14 +394,10 @@ impl ElasticsearchOutput {
         resp: &BulkResponse,
         retry: &mut Chunk,
     ) {
-        let code = |s: u16| format!("bulk_requests.responses.{s}");
         if !resp.errors {
             let n = chunk.len() as u64;
-            self.counters.add_all(&[
-                (&code(200), 1),
-                ("bulk_requests.successes", 1),
-                ("documents.successes", n),
-            ]);
+            self.counters
+                .add_all(&[("bulk_requests.successes", 1), ("documents.successes", n)]);
             return;
         }
         let (mut ok, mut dropped, mut retried) = (0u64, 0u64, 0u64);
@@ -455,18 +408,9 @@ impl ElasticsearchOutput {
                 continue;
             };
             match self.classify(events[*i], item) {
-                Fate::Done if matches!(item.status, 200 | 201) => ok += 1,
-                Fate::Done => {
-                    if item.status == 409
-                        || self
-                            .s
-                            .drop_error_types
-                            .iter()
-                            .any(|t| t == item.error_type())
-                    {
-                        dropped += 1;
-                    }
-                }
+                Fate::Indexed => ok += 1,
+                Fate::Dropped => dropped += 1,
+                Fate::Failed => {}
                 Fate::Retry => {
                     retry.push((*i, range.clone()));
                     retried += 1;
@@ -474,7 +418,6 @@ impl ElasticsearchOutput {
             }
         }
         self.counters.add_all(&[
-            (&code(200), 1),
             ("bulk_requests.with_errors", 1),
             ("documents.successes", ok),
             ("documents.non_retryable_failures", dropped),
@@ -499,7 +442,7 @@ impl Output for ElasticsearchOutput {
                 Err(reason) => self.event_failed(e, &reason),
             }
         }
-        let mut delay = self.s.retry_initial;
+        let mut backoff = Backoff::new(self.s.retry_initial, self.s.retry_max);
         while !pending.is_empty() {
             let mut chunks: std::collections::VecDeque<Chunk> = split(pending).into();
             let mut retry = Vec::new();
@@ -513,14 +456,13 @@ impl Output for ElasticsearchOutput {
                 break;
             }
             retry.sort_by_key(|(i, _)| *i);
-            if !ctx.sleep(delay) {
+            if !ctx.sleep(backoff.next_delay()) {
                 return Err(OutputError::retryable(format!(
                     "{}: {} events still to retry at shutdown",
                     self.label,
                     retry.len()
                 )));
             }
-            delay = (delay * 2).min(self.s.retry_max);
             pending = retry;
         }
         Ok(())
@@ -528,6 +470,17 @@ impl Output for ElasticsearchOutput {
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {
         Some(Arc::clone(&self.counters))
+    }
+}
+
+/// `path` with `query` appended (`?` or `&`), if any.
+fn with_query(path: &str, query: &str) -> String {
+    if query.is_empty() {
+        path.to_owned()
+    } else if path.contains('?') {
+        format!("{path}&{query}")
+    } else {
+        format!("{path}?{query}")
     }
 }
 

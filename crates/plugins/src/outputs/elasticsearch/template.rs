@@ -14,7 +14,8 @@ use super::bulk::Server;
 use super::config::TemplateApi;
 use super::ElasticsearchOutput;
 
-fn default_template(pattern: &str) -> (Value, Value) {
+/// Our default template's settings and mappings.
+fn default_template() -> (Value, Value) {
     let settings = json!({"index": {"refresh_interval": "5s", "number_of_shards": 1}});
     let mappings = json!({
         "dynamic_templates": [
@@ -41,7 +42,6 @@ fn default_template(pattern: &str) -> (Value, Value) {
             }}
         }
     });
-    let _ = pattern;
     (settings, mappings)
 }
 
@@ -52,7 +52,7 @@ fn body(out: &ElasticsearchOutput, composable: bool) -> Result<Value, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("template {path:?}: {e}"))?;
         return serde_json::from_str(&text).map_err(|e| format!("template {path:?}: {e}"));
     }
-    let (settings, mappings) = default_template(&t.default_pattern);
+    let (settings, mappings) = default_template();
     Ok(if composable {
         json!({
             "index_patterns": [t.default_pattern],
