@@ -16,10 +16,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_config::settings::{QueueSettings, QueueType};
+use sluice_config::settings::{DlqSettings, QueueSettings, QueueType};
 use sluice_config::{Config, ParseOptions, SectionKind, Statement, Value as Ast};
 use sluice_pipeline::queue::{EventQueue, MemoryEventQueue, PersistedEventQueue};
-use sluice_pipeline::{graph, runtime, PipelineSettings, Registry, RunningPipeline};
+use sluice_pipeline::{
+    graph, runtime, DeadLetterQueue, PipelineSettings, Registry, RunningPipeline,
+};
+use sluice_queue::dlq::{DlqConfig, StoragePolicy};
 use sluice_queue::QueueConfig;
 
 /// How long shutdown waits for inputs to return before closing the queue under them.
@@ -44,6 +47,7 @@ pub struct Spec {
     pub escapes: bool,
     pub settings: PipelineSettings,
     pub queue: QueueSettings,
+    pub dlq: DlqSettings,
     /// `pipeline.ecs_compatibility`: the default for the plugins of this pipeline.
     pub ecs_compatibility: Option<String>,
 }
@@ -61,8 +65,8 @@ impl Spec {
         };
         let mut h = DefaultHasher::new();
         format!(
-            "{:?}{:?}{}{:?}",
-            self.settings, self.queue, self.escapes, self.ecs_compatibility
+            "{:?}{:?}{:?}{}{:?}",
+            self.settings, self.queue, self.dlq, self.escapes, self.ecs_compatibility
         )
         .hash(&mut h);
         let mut config = match &self.source {
@@ -205,6 +209,39 @@ fn open_queue(spec: &Spec, path_data: &std::path::Path) -> Result<Arc<dyn EventQ
     })
 }
 
+/// Opens a pipeline's dead letter queue (`<path.dead_letter_queue>/<id>`), when enabled.
+fn open_dlq(
+    spec: &Spec,
+    path_data: &std::path::Path,
+) -> Result<Option<Arc<DeadLetterQueue>>, String> {
+    let d = &spec.dlq;
+    if !d.enable {
+        return Ok(None);
+    }
+    let root = (d.path.clone()).unwrap_or_else(|| path_data.join("dead_letter_queue"));
+    let dir = root.join(&spec.id);
+    let config = DlqConfig {
+        max_bytes: d.max_bytes,
+        policy: if d.storage_policy == "drop_older" {
+            StoragePolicy::DropOlder
+        } else {
+            StoragePolicy::DropNewer
+        },
+        flush_interval: d.flush_interval,
+        retain_age: d.retain_age,
+        ..DlqConfig::default()
+    };
+    DeadLetterQueue::open(&spec.id, &dir, config)
+        .map(Some)
+        .map_err(|e| {
+            format!(
+                "pipeline {}: opening the dead letter queue at {}: {e}",
+                spec.id,
+                dir.display()
+            )
+        })
+}
+
 /// Rejects pipelines that send to each other in a cycle: they could never shut down in order.
 pub fn check_cycles(
     links: &BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
@@ -271,6 +308,8 @@ impl Agent {
     pub fn registry_for(&self, spec: &Spec) -> Registry {
         let mut r = self.registry.clone();
         r.set_ecs_compatibility(spec.ecs_compatibility.clone());
+        r.set_dead_letter_queue(spec.dlq.enable);
+        r.set_pipeline(&spec.id, &self.path_data);
         r
     }
 
@@ -303,6 +342,7 @@ impl Agent {
         send_to: BTreeSet<String>,
     ) -> Result<(), String> {
         let queue = open_queue(&spec, &self.path_data)?;
+        let dlq = open_dlq(&spec, &self.path_data)?;
         tracing::info!(
             pipeline = %spec.id,
             workers = spec.settings.workers,
@@ -311,7 +351,7 @@ impl Agent {
             queue = %spec.queue.queue_type,
             "starting pipeline"
         );
-        let running = runtime::start(spec.settings.clone(), compiled, queue)
+        let running = runtime::start(spec.settings.clone(), compiled, queue, dlq)
             .map_err(|e| format!("pipeline {}: starting: {e}", spec.id))?;
         crate::shutdown::lock(&self.live).insert(spec.id.clone(), running.watch());
         self.monitor.pipeline_started(sluice_api::PipelineView {
@@ -319,6 +359,7 @@ impl Agent {
             settings: spec.settings.clone(),
             metrics: Arc::clone(running.metrics()),
             queue: Arc::clone(running.queue()),
+            dead_letter_queue: running.dead_letter_queue().cloned(),
             hash: format!("{fingerprint:016x}"),
         });
         self.pipelines.insert(

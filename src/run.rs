@@ -155,6 +155,7 @@ fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
             escapes,
             settings: pipeline_settings(&id, &base)?,
             queue: settings.queue_settings(),
+            dlq: settings.dlq_settings(),
             ecs_compatibility: base.ecs_compatibility.clone(),
         }]);
     }
@@ -190,7 +191,8 @@ fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
             escapes: entry.config_support_escapes.unwrap_or(escapes),
             settings: pipeline_settings(&entry.id, &overrides)?,
             ecs_compatibility: overrides.ecs_compatibility.clone(),
-            queue: entry.queue.resolve(&settings.queue_settings()),
+            queue: entry.queue_settings(settings),
+            dlq: entry.dlq_settings(settings),
         });
     }
     Ok(out)

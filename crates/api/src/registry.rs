@@ -25,6 +25,8 @@ pub struct PipelineView {
     pub settings: PipelineSettings,
     pub metrics: Arc<PipelineMetrics>,
     pub queue: Arc<dyn EventQueue>,
+    /// The pipeline's dead letter queue, when enabled.
+    pub dead_letter_queue: Option<Arc<sluice_pipeline::DeadLetterQueue>>,
     /// Identifies the pipeline's config and settings (changes when a reload changes them).
     pub hash: String,
 }
@@ -211,6 +213,7 @@ mod tests {
             settings: PipelineSettings::default(),
             metrics: Arc::new(PipelineMetrics::default()),
             queue: Arc::new(MemoryEventQueue::new(10)),
+            dead_letter_queue: None,
             hash: "h".to_owned(),
         }
     }

@@ -117,7 +117,7 @@ impl Context {
             "batch_delay": s.batch_delay.as_millis() as u64,
             "config_reload_automatic": self.config.config_reload_automatic,
             "config_reload_interval": self.config.config_reload_interval.as_secs_f64(),
-            "dead_letter_queue_enabled": false,
+            "dead_letter_queue_enabled": t.view.dead_letter_queue.is_some(),
         })
     }
 
@@ -432,7 +432,17 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
             })
             .collect::<Vec<Value>>()
     };
-    let filters = worker_plugin(&plugins.filters, |s| &s.totals.filters);
+    let mut filters = worker_plugin(&plugins.filters, |s| &s.totals.filters);
+    // Beyond Logstash: a filter with `dlq_on_failure` counts what it sent to the DLQ.
+    for (entry, n) in filters
+        .iter_mut()
+        .zip(t.view.metrics.filter_dlq_routed.iter())
+    {
+        let n = n.load(std::sync::atomic::Ordering::Relaxed);
+        if let (true, Value::Object(entry)) = (n > 0, entry) {
+            entry.insert("dlq_routed".into(), n.into());
+        }
+    }
     let mut outputs = worker_plugin(&plugins.outputs, |s| &s.totals.outputs);
     for (entry, counters) in outputs.iter_mut().zip(&t.view.metrics.output_counters) {
         if let (Some(c), Value::Object(entry)) = (counters, entry) {
@@ -482,7 +492,7 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
         Some(m) => json!({"message": m, "backtrace": []}),
         None => Value::Null,
     };
-    json!({
+    let mut stats = json!({
         "events": {
             "in": tot.events_in,
             "filtered": tot.events_filtered,
@@ -508,6 +518,28 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
         "pipeline": settings_json(&t.view.settings),
         "hash": t.view.hash,
         "ephemeral_id": t.ephemeral_id,
+    });
+    if let (Some(dlq), Some(m)) = (&t.view.dead_letter_queue, stats.as_object_mut()) {
+        m.insert("dead_letter_queue".into(), dead_letter_queue(dlq));
+    }
+    stats
+}
+
+/// A pipeline's `dead_letter_queue` section, as Logstash's.
+fn dead_letter_queue(dlq: &sluice_pipeline::DeadLetterQueue) -> Value {
+    use std::sync::atomic::Ordering::Relaxed;
+    let s = dlq.stats();
+    let last_error = (s.last_error.lock())
+        .map(|e| e.clone())
+        .unwrap_or_default()
+        .unwrap_or_else(|| "no errors".to_owned());
+    json!({
+        "queue_size_in_bytes": s.size_bytes.load(Relaxed),
+        "max_queue_size_in_bytes": dlq.config().max_bytes,
+        "storage_policy": dlq.config().policy.as_str(),
+        "dropped_events": s.dropped_events.load(Relaxed),
+        "expired_events": s.expired_events.load(Relaxed),
+        "last_error": last_error,
     })
 }
 

@@ -34,8 +34,8 @@ pub use parser::{MAX_CONDITION_SIZE, MAX_NESTING};
 pub use pipelines::{load_pipelines, parse_pipelines, parse_pipelines_with, PipelineEntry};
 pub use settings::{
     load_settings, parse_port_range, parse_settings, parse_settings_with, parse_size,
-    parse_time_value, ApiSettings, PasswordPolicy, PipelineOverrides, PortRange, QueueOverrides,
-    QueueSettings, QueueType, Settings, SettingsError,
+    parse_time_value, ApiSettings, DlqOverrides, DlqSettings, PasswordPolicy, PipelineOverrides,
+    PortRange, QueueOverrides, QueueSettings, QueueType, Settings, SettingsError,
 };
 
 /// Parser settings.

@@ -16,19 +16,23 @@
 //! `pipeline.workers`, `pipeline.batch.size`, `pipeline.batch.delay`, `pipeline.ordered`,
 //! `pipeline.ecs_compatibility`, `pipeline.unsafe_shutdown`, `queue.type`, `path.queue`, `queue.page_capacity`,
 //! `queue.max_events`, `queue.max_bytes`, `queue.checkpoint.acks`,
-//! `queue.checkpoint.writes`, `queue.checkpoint.retry`, `queue.drain`, and (as in
+//! `queue.checkpoint.writes`, `queue.checkpoint.retry`, `queue.drain`,
+//! `dead_letter_queue.enable`, `path.dead_letter_queue`, `dead_letter_queue.max_bytes`,
+//! `dead_letter_queue.storage_policy`, `dead_letter_queue.flush_interval`,
+//! `dead_letter_queue.retain.age`, and (as in
 //! `sluice.yml`) `queue.checkpoint.interval` (no effect, warned) and `queue.compression`
 //! (`none` only). `config.reload.automatic` / `config.reload.interval` are ignored with a
 //! warning, as Logstash deprecates them per pipeline. Process-wide settings (`node.name`,
 //! `api.*`, ...) are errors here, as are Logstash per-pipeline settings sluice does not
-//! support (`dead_letter_queue.*`, `pipeline.reloadable`, ...), and unknown keys.
+//! support (`pipeline.reloadable`, ...), and unknown keys.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use crate::settings::{
     apply_pipeline_key, flatten, logstash_only, non_empty, read_optional, unknown_key,
-    PipelineOverrides, QueueOverrides, QueueSettings, Settings, SettingsError, Val, SETTINGS_KEYS,
+    DlqOverrides, DlqSettings, PipelineOverrides, QueueOverrides, QueueSettings, Settings,
+    SettingsError, Val, SETTINGS_KEYS,
 };
 use crate::yaml::{self, Kind, Node};
 
@@ -44,6 +48,7 @@ pub struct PipelineEntry {
     pub config_string: Option<String>,
     pub pipeline: PipelineOverrides,
     pub queue: QueueOverrides,
+    pub dlq: DlqOverrides,
     pub config_support_escapes: Option<bool>,
     /// The line where the pipeline's mapping starts (1-based).
     pub line: u32,
@@ -62,6 +67,12 @@ impl PipelineEntry {
     /// `<path>/<id>`, as Logstash's.
     pub fn queue_settings(&self, settings: &Settings) -> QueueSettings {
         self.queue.resolve(&settings.queue_settings())
+    }
+
+    /// This pipeline's dead letter queue settings over `settings`' (from `sluice.yml`), over
+    /// Logstash's defaults. `path` is the root; the pipeline's DLQ goes in `<path>/<id>`.
+    pub fn dlq_settings(&self, settings: &Settings) -> DlqSettings {
+        self.dlq.resolve(&settings.dlq_settings())
     }
 
     /// `config.support_escapes` for this pipeline, falling back to `settings`'.
@@ -95,6 +106,12 @@ const PIPELINE_KEYS: &[&str] = &[
     "queue.checkpoint.interval",
     "queue.compression",
     "queue.drain",
+    "dead_letter_queue.enable",
+    "path.dead_letter_queue",
+    "dead_letter_queue.max_bytes",
+    "dead_letter_queue.storage_policy",
+    "dead_letter_queue.flush_interval",
+    "dead_letter_queue.retain.age",
 ];
 
 /// Logstash accepts these per pipeline with a deprecation warning, and drops them.
@@ -191,7 +208,14 @@ fn pipeline<'a>(
             node: entry.value,
             lookup,
         };
-        if apply_pipeline_key(&mut p.pipeline, &mut p.queue, &mut p.warnings, key, &v)? {
+        if apply_pipeline_key(
+            &mut p.pipeline,
+            &mut p.queue,
+            &mut p.dlq,
+            &mut p.warnings,
+            key,
+            &v,
+        )? {
             continue;
         }
         match key {

@@ -45,6 +45,12 @@
 //! | `queue.checkpoint.retry`, `queue.drain` | [`QueueOverrides`] | boolean |
 //! | `queue.checkpoint.interval` | — | integer; accepted with a warning: it has no effect (Logstash is removing it) |
 //! | `queue.compression` | — | only `none` or `disabled` (sluice's queue does not compress) |
+//! | `dead_letter_queue.enable` | [`DlqOverrides::enable`] | boolean |
+//! | `path.dead_letter_queue` | [`DlqOverrides::path`] | path |
+//! | `dead_letter_queue.max_bytes` | [`DlqOverrides::max_bytes`] | size |
+//! | `dead_letter_queue.storage_policy` | [`DlqOverrides::storage_policy`] | `drop_newer` `drop_older` |
+//! | `dead_letter_queue.flush_interval` | [`DlqOverrides::flush_interval`] | number of milliseconds |
+//! | `dead_letter_queue.retain.age` | [`DlqOverrides::retain_age`] | time value (`7d`, `12h`) |
 //! | `api.enabled` (deprecated alias `http.enabled`) | [`ApiSettings::enabled`] | boolean |
 //! | `api.http.host` (alias `http.host`) | [`ApiSettings::host`] | string |
 //! | `api.http.port` (alias `http.port`) | [`ApiSettings::port`] | port or range: `9600`, `"9600-9700"` |
@@ -65,7 +71,7 @@
 //!
 //! Logstash settings that sluice does not implement are errors ("`<key>` is a Logstash
 //! setting that sluice does not support"), so that nothing is silently ignored: `xpack.*`,
-//! `dead_letter_queue.*`, `path.dead_letter_queue`, `modules`, `cloud.id`, `cloud.auth`,
+//! `modules`, `cloud.id`, `cloud.auth`,
 //! `path.plugins`, `path.settings` (command line only), `pipeline.plugin_classloaders`,
 //! `pipeline.separate_logs`, `pipeline.reloadable`,
 //! `pipeline.system`, `pipeline.recoverable`, `pipeline.batch.output_chunking.*`,
@@ -258,6 +264,67 @@ impl QueueOverrides {
     }
 }
 
+/// `dead_letter_queue.*` and `path.dead_letter_queue` as written in a settings file.
+/// `None` = not set here.
+#[derive(Default, Clone, Debug, PartialEq)]
+pub struct DlqOverrides {
+    pub enable: Option<bool>,
+    /// `path.dead_letter_queue`.
+    pub path: Option<PathBuf>,
+    pub max_bytes: Option<u64>,
+    /// `drop_newer` or `drop_older`.
+    pub storage_policy: Option<String>,
+    pub flush_interval: Option<Duration>,
+    /// `dead_letter_queue.retain.age`.
+    pub retain_age: Option<Duration>,
+}
+
+impl DlqOverrides {
+    /// These overrides on top of `base`.
+    pub fn resolve(&self, base: &DlqSettings) -> DlqSettings {
+        DlqSettings {
+            enable: self.enable.unwrap_or(base.enable),
+            path: self.path.clone().or_else(|| base.path.clone()),
+            max_bytes: self.max_bytes.unwrap_or(base.max_bytes),
+            storage_policy: (self.storage_policy.clone())
+                .unwrap_or_else(|| base.storage_policy.clone()),
+            flush_interval: self.flush_interval.unwrap_or(base.flush_interval),
+            retain_age: self.retain_age.or(base.retain_age),
+        }
+    }
+}
+
+/// Resolved dead letter queue settings; [`Default`] gives Logstash's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DlqSettings {
+    /// Default false.
+    pub enable: bool,
+    /// `path.dead_letter_queue`; Logstash's default is `<path.data>/dead_letter_queue` (see
+    /// [`Settings::dlq_settings`]), and each pipeline's DLQ lives in `<path>/<pipeline.id>`.
+    pub path: Option<PathBuf>,
+    /// Default 1024mb.
+    pub max_bytes: u64,
+    /// `drop_newer` (default) or `drop_older`.
+    pub storage_policy: String,
+    /// Default 5000 ms.
+    pub flush_interval: Duration,
+    /// Default: none (entries are kept until consumed or dropped).
+    pub retain_age: Option<Duration>,
+}
+
+impl Default for DlqSettings {
+    fn default() -> Self {
+        DlqSettings {
+            enable: false,
+            path: None,
+            max_bytes: 1024 << 20,
+            storage_policy: "drop_newer".to_owned(),
+            flush_interval: Duration::from_millis(5000),
+            retain_age: None,
+        }
+    }
+}
+
 /// Resolved queue settings; [`Default`] gives Logstash's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueSettings {
@@ -383,6 +450,7 @@ pub struct Settings {
     pub pipeline_id: Option<String>,
     pub pipeline: PipelineOverrides,
     pub queue: QueueOverrides,
+    pub dlq: DlqOverrides,
     pub api: ApiSettings,
     /// Things worth a log line that are not errors (deprecated aliases, settings that have no
     /// effect), each as `file:line:column: message`.
@@ -398,6 +466,17 @@ impl Settings {
             q.path = self.path_data.as_ref().map(|d| d.join("queue"));
         }
         q
+    }
+
+    /// The dead letter queue settings for the process: `dead_letter_queue.*` over Logstash's
+    /// defaults, with `path.dead_letter_queue` defaulting to `<path.data>/dead_letter_queue`
+    /// when `path.data` is set.
+    pub fn dlq_settings(&self) -> DlqSettings {
+        let mut d = self.dlq.resolve(&DlqSettings::default());
+        if d.path.is_none() {
+            d.path = self.path_data.as_ref().map(|p| p.join("dead_letter_queue"));
+        }
+        d
     }
 }
 
@@ -675,6 +754,12 @@ pub(crate) const SETTINGS_KEYS: &[&str] = &[
     "queue.checkpoint.interval",
     "queue.compression",
     "queue.drain",
+    "dead_letter_queue.enable",
+    "path.dead_letter_queue",
+    "dead_letter_queue.max_bytes",
+    "dead_letter_queue.storage_policy",
+    "dead_letter_queue.flush_interval",
+    "dead_letter_queue.retain.age",
     "api.enabled",
     "api.http.host",
     "api.http.port",
@@ -709,8 +794,6 @@ const LOGSTASH_ONLY: &[(&str, &str)] = &[
         "xpack.",
         "X-Pack monitoring/management are not part of sluice",
     ),
-    ("dead_letter_queue.", "sluice has no dead letter queue"),
-    ("path.dead_letter_queue", "sluice has no dead letter queue"),
     ("modules", "Logstash modules are not supported"),
     ("modules.", "Logstash modules are not supported"),
     (
@@ -1155,11 +1238,12 @@ const ECS: &[&str] = &["disabled", "v1", "v8"];
 const REQUIRED_OPTIONAL: &[&str] = &["REQUIRED", "OPTIONAL"];
 const TLS_PROTOCOLS: &[&str] = &["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"];
 
-/// Applies a key that may be set per pipeline (`pipeline.*`, `queue.*`, `path.queue`).
-/// `Ok(false)` if `key` is not one of them.
+/// Applies a key that may be set per pipeline (`pipeline.*`, `queue.*`, `path.queue`,
+/// `dead_letter_queue.*`, `path.dead_letter_queue`). `Ok(false)` if `key` is not one of them.
 pub(crate) fn apply_pipeline_key(
     p: &mut PipelineOverrides,
     q: &mut QueueOverrides,
+    d: &mut DlqOverrides,
     warnings: &mut Vec<String>,
     key: &str,
     v: &Val<'_>,
@@ -1187,6 +1271,24 @@ pub(crate) fn apply_pipeline_key(
         "queue.checkpoint.writes" => q.checkpoint_writes = v.uint()?,
         "queue.checkpoint.retry" => q.checkpoint_retry = v.boolean()?,
         "queue.drain" => q.drain = v.boolean()?,
+        "dead_letter_queue.enable" => d.enable = v.boolean()?,
+        "path.dead_letter_queue" => d.path = v.path()?,
+        "dead_letter_queue.max_bytes" => d.max_bytes = v.size()?,
+        "dead_letter_queue.storage_policy" => {
+            d.storage_policy = v.one_of(&["drop_newer", "drop_older"])?
+        }
+        "dead_letter_queue.flush_interval" => {
+            d.flush_interval = v.millis()?;
+            if d.flush_interval == Some(Duration::ZERO) {
+                return Err(v.error(
+                    v.node.pos,
+                    "invalid value for `dead_letter_queue.flush_interval`: must be greater \
+                     than 0"
+                        .to_owned(),
+                ));
+            }
+        }
+        "dead_letter_queue.retain.age" => d.retain_age = v.time_value()?,
         "queue.checkpoint.interval" => {
             if v.uint()?.is_some() {
                 warnings.push(v.warning(
@@ -1217,7 +1319,14 @@ pub(crate) fn apply_pipeline_key(
 }
 
 fn apply_setting(s: &mut Settings, key: &str, v: &Val<'_>) -> Result<(), SettingsError> {
-    if apply_pipeline_key(&mut s.pipeline, &mut s.queue, &mut s.warnings, key, v)? {
+    if apply_pipeline_key(
+        &mut s.pipeline,
+        &mut s.queue,
+        &mut s.dlq,
+        &mut s.warnings,
+        key,
+        v,
+    )? {
         return Ok(());
     }
     let api = &mut s.api;

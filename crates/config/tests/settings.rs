@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use sluice_config::{
     load_pipelines, load_settings, parse_pipelines, parse_pipelines_with, parse_port_range,
-    parse_settings, parse_settings_with, parse_size, parse_time_value, PipelineOverrides,
-    PortRange, QueueOverrides, QueueSettings, QueueType, Settings, SettingsError,
+    parse_settings, parse_settings_with, parse_size, parse_time_value, DlqOverrides, DlqSettings,
+    PipelineOverrides, PortRange, QueueOverrides, QueueSettings, QueueType, Settings,
+    SettingsError,
 };
 
 const MB: u64 = 1 << 20;
@@ -514,18 +515,6 @@ fn logstash_settings_sluice_does_not_support_are_errors() {
             5,
             "xpack.management.enabled",
         ),
-        (
-            "dead_letter_queue.enable: true",
-            1,
-            1,
-            "dead_letter_queue.enable",
-        ),
-        (
-            "path.dead_letter_queue: /tmp/dlq",
-            1,
-            1,
-            "path.dead_letter_queue",
-        ),
         ("modules:\n  - name: netflow", 1, 1, "modules"),
         ("cloud.id: abc", 1, 1, "cloud.id"),
         (
@@ -957,8 +946,7 @@ fn pipeline_keys_are_checked() {
     );
     let e = pipelines_err("- pipeline.id: a\n  config.string: x\n  node.name: n\n");
     assert_err(&e, 3, 3, &["`node.name` cannot be set per pipeline"]);
-    let e =
-        pipelines_err("- pipeline.id: a\n  config.string: x\n  dead_letter_queue.enable: true\n");
+    let e = pipelines_err("- pipeline.id: a\n  config.string: x\n  pipeline.reloadable: true\n");
     assert_err(&e, 3, 3, &["Logstash setting that sluice does not support"]);
     let e = pipelines_err("- pipeline.id: a\n  config.string: x\n  queue.type: ram\n");
     assert_err(&e, 3, 15, &["`queue.type`", "`memory` or `persisted`"]);
@@ -1248,4 +1236,78 @@ path.logs: /var/log/logstash
             drain: false,
         }
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Dead letter queue.
+
+#[test]
+fn dead_letter_queue_settings() {
+    // Logstash's defaults; the path under path.data.
+    let d = settings("path.data: /srv/sluice\n").dlq_settings();
+    assert_eq!(
+        d,
+        DlqSettings {
+            path: Some(PathBuf::from("/srv/sluice/dead_letter_queue")),
+            ..DlqSettings::default()
+        }
+    );
+    assert!(!d.enable);
+    assert_eq!(d.max_bytes, 1024 * MB);
+    assert_eq!(d.storage_policy, "drop_newer");
+    assert_eq!(d.flush_interval, Duration::from_millis(5000));
+    assert_eq!(d.retain_age, None);
+
+    let s = settings(
+        "dead_letter_queue:\n\
+        \x20 enable: true\n\
+        \x20 max_bytes: 2gb\n\
+        \x20 storage_policy: drop_older\n\
+        \x20 flush_interval: 250\n\
+        \x20 retain.age: 2d\n\
+         path.dead_letter_queue: /fast/dlq\n",
+    );
+    let d = s.dlq_settings();
+    assert!(d.enable);
+    assert_eq!(d.max_bytes, 2 * GB);
+    assert_eq!(d.storage_policy, "drop_older");
+    assert_eq!(d.flush_interval, Duration::from_millis(250));
+    assert_eq!(d.retain_age, Some(Duration::from_secs(2 * 86_400)));
+    assert_eq!(d.path, Some(PathBuf::from("/fast/dlq")));
+
+    // Per pipeline, over sluice.yml.
+    let p = parse_pipelines_with(
+        "pipelines.yml",
+        "- pipeline.id: a\n  config.string: x\n  dead_letter_queue.enable: false\n  \
+         dead_letter_queue.max_bytes: 10mb\n- pipeline.id: b\n  config.string: y\n",
+        &no_env,
+    )
+    .unwrap();
+    assert_eq!(p[0].dlq.enable, Some(false));
+    let a = p[0].dlq_settings(&s);
+    assert!(!a.enable);
+    assert_eq!(a.max_bytes, 10 * MB);
+    assert_eq!(a.storage_policy, "drop_older");
+    assert_eq!(p[1].dlq_settings(&s), d);
+    assert_eq!(DlqOverrides::default().resolve(&d), d);
+
+    let e = settings_err("dead_letter_queue.storage_policy: drop_oldest\n");
+    assert_err(
+        &e,
+        1,
+        35,
+        &[
+            "dead_letter_queue.storage_policy",
+            "`drop_newer` or `drop_older`",
+        ],
+    );
+    let e = settings_err("dead_letter_queue.flush_interval: 0\n");
+    assert_err(&e, 1, 35, &["flush_interval", "greater than 0"]);
+    let e = settings_err("dead_letter_queue.retain.age: 5\n");
+    assert_err(&e, 1, 31, &["retain.age", "a unit is required"]);
+    let e = settings_err("dead_letter_queue.max_bytes: lots\n");
+    assert_err(&e, 1, 30, &["dead_letter_queue.max_bytes", "size"]);
+    let e =
+        pipelines_err("- pipeline.id: a\n  config.string: x\n  dead_letter_queue.enable: maybe\n");
+    assert_err(&e, 3, 29, &["dead_letter_queue.enable", "true or false"]);
 }

@@ -174,6 +174,8 @@ pub struct FilterChain {
     filters: Vec<(Box<dyn Filter>, Arc<FilterCommon>)>,
     tree: Arc<Vec<Node>>,
     emitted: Vec<Event>,
+    /// Filters' dead letters of the last batch, on their way to the DLQ. Reused.
+    dead_letters: Vec<(Event, String)>,
     metrics: Arc<PipelineMetrics>,
     worker: usize,
 }
@@ -199,6 +201,7 @@ impl FilterChain {
             filters,
             tree,
             emitted: Vec::new(),
+            dead_letters: Vec::new(),
             metrics: Arc::new(PipelineMetrics::new(plugins, 1)),
             worker: 0,
         }
@@ -208,6 +211,35 @@ impl FilterChain {
     pub fn run(&mut self, events: &mut Vec<Event>) {
         let tree = Arc::clone(&self.tree);
         self.nodes(&tree, events);
+    }
+
+    /// Writes the events filters set aside during the last batch to the dead letter queue,
+    /// one write per filter that has some, and counts them for that filter. Without a DLQ
+    /// (which filters check when they are built) they are dropped with an error.
+    pub fn send_dead_letters(&mut self, dlq: Option<&crate::dead_letter::DeadLetterQueue>) {
+        let mut taken = std::mem::take(&mut self.dead_letters);
+        for (i, (f, _)) in self.filters.iter_mut().enumerate() {
+            f.take_dead_letters(&mut taken);
+            if taken.is_empty() {
+                continue;
+            }
+            let info = self.metrics.plugins.filters.get(i);
+            let (name, id) = info.map_or(("", ""), |p| (p.name.as_str(), p.id.as_str()));
+            let items: Vec<(&Event, &str)> = taken.iter().map(|(e, r)| (e, r.as_str())).collect();
+            let written = match dlq {
+                Some(dlq) => dlq.write(name, id, &items),
+                None => {
+                    tracing::error!(filter = %id, events = items.len(), "no dead letter queue: events dropped");
+                    0
+                }
+            };
+            if let Some(c) = self.metrics.filter_dlq_routed.get(i) {
+                c.fetch_add(written as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            drop(items);
+            taken.clear();
+        }
+        self.dead_letters = taken;
     }
 
     /// Flushes filters that hold events back and runs what they release through the filters

@@ -10,6 +10,7 @@
 
 pub mod bus;
 pub mod condition;
+pub mod dead_letter;
 pub mod graph;
 pub mod metrics;
 pub mod options;
@@ -18,6 +19,7 @@ pub mod queue;
 pub mod registry;
 pub mod runtime;
 
+pub use dead_letter::DeadLetterQueue;
 pub use options::{ConfigError, Options, PluginKind};
 pub use plugin::{
     Codec, Failure, Filter, Input, InputContext, Output, OutputError, Stopped, WriteContext,

@@ -201,6 +201,9 @@ pub struct PipelineMetrics {
     pub started_at: SystemTime,
     /// Per output (config order): the counters it keeps of its own, if any.
     pub output_counters: Vec<Option<std::sync::Arc<NamedCounters>>>,
+    /// Per filter (config order): events it sent to the dead letter queue (`dlq_on_failure`);
+    /// added to once per batch that had some.
+    pub filter_dlq_routed: Box<[AtomicU64]>,
 }
 
 impl Default for PipelineMetrics {
@@ -239,6 +242,7 @@ impl PipelineMetrics {
             started: Instant::now(),
             started_at: SystemTime::now(),
             output_counters: Vec::new(),
+            filter_dlq_routed: (0..nf).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 

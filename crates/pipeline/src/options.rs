@@ -118,6 +118,22 @@ impl<'a> Options<'a> {
         self.registry.ecs_compatibility()
     }
 
+    /// Whether the pipeline has a dead letter queue (`dead_letter_queue.enable`).
+    pub fn pipeline_dead_letter_queue(&self) -> bool {
+        self.registry.dead_letter_queue()
+    }
+
+    /// `path.data` (plugins keep their state under `<path.data>/plugins`); `None` outside a
+    /// running agent (tests building plugins alone).
+    pub fn path_data(&self) -> Option<&std::path::Path> {
+        self.registry.path_data()
+    }
+
+    /// The id of the pipeline the plugin belongs to, when known.
+    pub fn pipeline_id(&self) -> Option<&str> {
+        self.registry.pipeline_id()
+    }
+
     pub fn plugin_name(&self) -> &str {
         self.plugin
     }

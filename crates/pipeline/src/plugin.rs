@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use sluice_event::{Event, FieldRef, Template, Value};
 
+use crate::dead_letter::DeadLetterQueue;
 use crate::queue::EventQueue;
 
 pub trait Filter: Send {
@@ -28,6 +29,12 @@ pub trait Filter: Send {
 
     /// Called when the pipeline shuts down, for filters that hold events back.
     fn flush(&mut self, _emit: &mut Vec<Event>) {}
+
+    /// Moves the events this filter set aside for the dead letter queue (each with why) into
+    /// `out`. A filter asked to (`dlq_on_failure`) takes a failed event out of the batch:
+    /// it keeps the event and cancels what it leaves in its place. The worker collects them
+    /// after each batch and writes them to the DLQ at once.
+    fn take_dead_letters(&mut self, _out: &mut Vec<(Event, String)>) {}
 }
 
 /// What became of a batch an output could not write, and so what the worker does next.
@@ -80,14 +87,45 @@ impl std::fmt::Display for OutputError {
 }
 
 /// What a worker tells an output along with a batch: whether a stop signal came (an output
-/// that retries on its own, item by item, gives up then and returns [`Failure::Retry`]).
+/// that retries on its own, item by item, gives up then and returns [`Failure::Retry`]), and
+/// the pipeline's dead letter queue, when it has one.
 pub struct WriteContext<'a> {
     interrupted: &'a AtomicBool,
+    /// The DLQ, and the plugin's name and id for its entries.
+    dead_letters: Option<(&'a DeadLetterQueue, &'a str, &'a str)>,
 }
 
 impl<'a> WriteContext<'a> {
     pub fn new(interrupted: &'a AtomicBool) -> Self {
-        WriteContext { interrupted }
+        WriteContext {
+            interrupted,
+            dead_letters: None,
+        }
+    }
+
+    /// With the pipeline's dead letter queue, for output `plugin_name` of id `plugin_id`.
+    pub fn with_dead_letter_queue(
+        mut self,
+        dlq: &'a DeadLetterQueue,
+        plugin_name: &'a str,
+        plugin_id: &'a str,
+    ) -> Self {
+        self.dead_letters = Some((dlq, plugin_name, plugin_id));
+        self
+    }
+
+    /// Whether the pipeline has a dead letter queue (`dead_letter_queue.enable`).
+    pub fn dead_letter_queue_enabled(&self) -> bool {
+        self.dead_letters.is_some()
+    }
+
+    /// Puts events that can never be delivered in the dead letter queue, each with its
+    /// reason. Returns how many it took (0 without a DLQ; see [`DeadLetterQueue::write`]).
+    pub fn dead_letter(&self, items: &[(&Event, &str)]) -> usize {
+        match self.dead_letters {
+            Some((dlq, name, id)) if !items.is_empty() => dlq.write(name, id, items),
+            _ => 0,
+        }
     }
 
     /// A stop signal came: the batch is to be given up rather than retried.

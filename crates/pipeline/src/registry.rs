@@ -22,6 +22,12 @@ pub struct Registry {
     codecs: Vec<(&'static str, CodecCtor)>,
     /// `pipeline.ecs_compatibility`: the default of every plugin's `ecs_compatibility`.
     ecs_compatibility: Option<String>,
+    /// `dead_letter_queue.enable` of the pipeline being built.
+    dead_letter_queue: bool,
+    /// `path.data`, where plugins keep their state (`sincedb` files).
+    path_data: Option<std::path::PathBuf>,
+    /// The id of the pipeline being built.
+    pipeline_id: Option<String>,
 }
 
 /// Options every filter has, applied when the filter reports a match (Logstash's
@@ -130,6 +136,30 @@ impl Registry {
     /// The pipeline-wide `ecs_compatibility` default, if set.
     pub fn ecs_compatibility(&self) -> Option<&str> {
         self.ecs_compatibility.as_deref()
+    }
+
+    /// Whether the pipeline being built has a dead letter queue (plugins that can send events
+    /// to it refuse to be asked to when it has none).
+    pub fn set_dead_letter_queue(&mut self, enabled: bool) {
+        self.dead_letter_queue = enabled;
+    }
+
+    pub fn dead_letter_queue(&self) -> bool {
+        self.dead_letter_queue
+    }
+
+    /// `path.data` and the pipeline's id, for plugins that keep state between runs.
+    pub fn set_pipeline(&mut self, id: &str, path_data: &std::path::Path) {
+        self.pipeline_id = Some(id.to_owned());
+        self.path_data = Some(path_data.to_path_buf());
+    }
+
+    pub fn path_data(&self) -> Option<&std::path::Path> {
+        self.path_data.as_deref()
+    }
+
+    pub fn pipeline_id(&self) -> Option<&str> {
+        self.pipeline_id.as_deref()
     }
 
     pub fn add_input(&mut self, name: &'static str, ctor: InputCtor) {

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use sluice_event::Event;
 
+use crate::dead_letter::DeadLetterQueue;
 use crate::graph::{route, Compiled, FilterChain, Node};
 use crate::metrics::{Doing, PipelineMetrics};
 use crate::plugin::{Failure, InputContext, WriteContext};
@@ -69,6 +70,9 @@ struct Shared {
     outputs: Arc<Vec<BuiltOutput>>,
     output_tree: Arc<Vec<Node>>,
     metrics: Arc<PipelineMetrics>,
+    /// `dead_letter_queue.enable`: where outputs (and filters, when asked) put what they
+    /// cannot deliver.
+    dlq: Option<Arc<DeadLetterQueue>>,
     /// Tells active inputs to stop (the same flag as [`RunningPipeline`]'s).
     stopping: Arc<AtomicBool>,
     /// Tells passive (`pipeline`) inputs to stop: they leave the bus.
@@ -83,11 +87,12 @@ struct Shared {
     finished: AtomicBool,
 }
 
-/// Starts inputs and workers.
+/// Starts inputs and workers; `dlq` is the pipeline's dead letter queue, if enabled.
 pub fn start(
     settings: PipelineSettings,
     mut compiled: Compiled,
     queue: Arc<dyn EventQueue>,
+    dlq: Option<Arc<DeadLetterQueue>>,
 ) -> std::io::Result<RunningPipeline> {
     let stopping = Arc::new(AtomicBool::new(false));
     let stopping_passive = Arc::new(AtomicBool::new(false));
@@ -105,6 +110,7 @@ pub fn start(
         outputs: Arc::new(std::mem::take(&mut compiled.outputs)),
         output_tree: Arc::new(std::mem::take(&mut compiled.output_tree)),
         metrics: Arc::clone(&metrics),
+        dlq,
         stopping: Arc::clone(&stopping),
         stopping_passive: Arc::clone(&stopping_passive),
         interrupted: AtomicBool::new(false),
@@ -204,6 +210,7 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         activity.set(Doing::Filters, since, batch.events.len() as u64);
         let mut events = batch.events;
         chain.run(&mut events);
+        chain.send_dead_letters(shared.dlq.as_deref());
         events.retain(|e| !e.is_cancelled());
         let n = events.len() as u64;
         if deliver(shared, &events, worker) {
@@ -223,6 +230,7 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     if !rest.is_empty() && !shared.halted.load(Ordering::Relaxed) {
         let started = Instant::now();
         chain.run(&mut rest);
+        chain.send_dead_letters(shared.dlq.as_deref());
         rest.retain(|e| !e.is_cancelled());
         let n = rest.len() as u64;
         if !deliver(shared, &rest, worker) {
@@ -282,7 +290,10 @@ enum Written {
 fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Written {
     let mut backoff = Duration::from_millis(50);
     let mut log: Option<sluice_queue::repeated::Repeated> = None;
-    let ctx = WriteContext::new(&shared.interrupted);
+    let mut ctx = WriteContext::new(&shared.interrupted);
+    if let Some(dlq) = &shared.dlq {
+        ctx = ctx.with_dead_letter_queue(dlq, &out.name, &out.id);
+    }
     loop {
         let e = match out.output.write(events, &ctx) {
             Ok(()) => {
@@ -412,6 +423,11 @@ impl RunningPipeline {
         &self.queue
     }
 
+    /// The dead letter queue, when enabled.
+    pub fn dead_letter_queue(&self) -> Option<&Arc<DeadLetterQueue>> {
+        self.shared.dlq.as_ref()
+    }
+
     /// True once every input has returned.
     pub fn inputs_finished(&self) -> bool {
         self.inputs_running.load(Ordering::SeqCst) == 0
@@ -474,6 +490,9 @@ impl RunningPipeline {
             }
         }
         self.queue.shutdown();
+        if let Some(dlq) = &self.shared.dlq {
+            dlq.close();
+        }
         self.shared.finished.store(true, Ordering::SeqCst);
     }
 }

@@ -6,6 +6,7 @@
 //! wrong type is a config error with its file, line and column.
 
 pub mod codecs;
+pub mod dead_letter;
 pub mod ecs;
 pub mod field;
 pub mod filters;
@@ -25,6 +26,7 @@ pub fn registry() -> Registry {
     r.add_input("generator", inputs::generator::build);
     r.add_input("redis", inputs::redis::build);
     r.add_input("pipeline", inputs::pipeline::build);
+    r.add_input("dead_letter_queue", inputs::dead_letter_queue::build);
 
     r.add_filter("mutate", filters::mutate::build);
     r.add_filter("drop", filters::drop::build);

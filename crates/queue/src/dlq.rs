@@ -300,6 +300,10 @@ impl DlqWriter {
         }
         let size = st.batch.bytes() as u64;
         if st.total + size > self.config.max_bytes {
+            // A reader with `clean_consumed` may have deleted segments meanwhile.
+            self.forget_removed(st)?;
+        }
+        if st.total + size > self.config.max_bytes {
             if self.config.policy == StoragePolicy::DropOlder {
                 while st.total + size > self.config.max_bytes {
                     if !self.remove_oldest(st, &self.stats.dropped_events)? {
@@ -377,9 +381,32 @@ impl DlqWriter {
         Ok(n)
     }
 
-    /// Syncs what was written (at shutdown, or from a timer).
+    /// Forgets sealed segments that are gone from storage (a reader with `clean_consumed`
+    /// deleted them), so that the size counts only what is there.
+    fn forget_removed(&self, st: &mut State) -> io::Result<()> {
+        let present = list_segments(self.storage.as_ref())?;
+        let head = st.head.is_some().then(|| st.segments.back().map(|s| s.num));
+        let before = st.segments.len();
+        let mut gone = 0;
+        st.segments.retain(|s| {
+            let keep = Some(Some(s.num)) == head || present.binary_search(&s.num).is_ok();
+            if !keep {
+                gone += s.bytes;
+            }
+            keep
+        });
+        if st.segments.len() != before {
+            st.total -= gone;
+            self.stats.size_bytes.store(st.total, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Syncs what was written and takes account of segments a reader removed (at shutdown, or
+    /// from a timer).
     pub fn flush(&self) -> io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.forget_removed(&mut st)?;
         if st.dirty {
             if let Some(h) = &st.head {
                 h.sync()?;

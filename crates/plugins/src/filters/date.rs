@@ -83,6 +83,8 @@ pub struct DateFilter {
     build_year: i32,
     /// The last zone name a `%{...}` timezone rendered to, and its zone.
     zone_cache: Option<(String, Option<TimeZone>)>,
+    /// `dlq_on_failure`.
+    on_failure: crate::dead_letter::OnFailure,
 }
 
 /// A zone by Joda's `DateTimeZone.forID` rules: `UTC`, an offset (`+05:00`, `-08`), or an
@@ -416,6 +418,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
         });
     }
 
+    let on_failure = crate::dead_letter::OnFailure::from_options(opts)?;
     Ok(Box::new(DateFilter {
         source,
         target,
@@ -426,6 +429,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
         tag_on_failure,
         build_year: now.year,
         zone_cache: None,
+        on_failure,
     }))
 }
 
@@ -470,6 +474,14 @@ impl Filter for DateFilter {
                 for t in &self.tag_on_failure {
                     event.add_tag(t);
                 }
+                let source = &self.source;
+                self.on_failure.take(event, |e| {
+                    let value = e.get(source).map(|v| v.to_display_string());
+                    format!(
+                        "date: no format matched {source} ({:?})",
+                        value.unwrap_or_default()
+                    )
+                });
                 false
             }
         }
@@ -477,6 +489,10 @@ impl Filter for DateFilter {
 
     fn clone_box(&self) -> Box<dyn Filter> {
         Box::new(self.clone())
+    }
+
+    fn take_dead_letters(&mut self, out: &mut Vec<(Event, String)>) {
+        self.on_failure.drain_into(out);
     }
 }
 

@@ -92,6 +92,8 @@ struct Config {
 
 pub struct Grok {
     cfg: Arc<Config>,
+    /// `dlq_on_failure`.
+    on_failure: crate::dead_letter::OnFailure,
     /// Match data, per field, per pattern: this worker's own.
     locs: Vec<Vec<CaptureLocations>>,
     /// Captures of the input being matched: (pattern, capture, value). Reused.
@@ -107,7 +109,7 @@ enum Stop {
 }
 
 impl Grok {
-    fn new(cfg: Arc<Config>) -> Grok {
+    fn new(cfg: Arc<Config>, on_failure: crate::dead_letter::OnFailure) -> Grok {
         let locs = cfg
             .matches
             .iter()
@@ -120,6 +122,7 @@ impl Grok {
             .collect();
         Grok {
             cfg,
+            on_failure,
             locs,
             found: Vec::new(),
         }
@@ -266,7 +269,12 @@ fn match_field(
 
 impl Filter for Grok {
     fn filter(&mut self, event: &mut Event, _emit: &mut Vec<Event>) -> bool {
-        let Grok { cfg, locs, found } = self;
+        let Grok {
+            cfg,
+            on_failure,
+            locs,
+            found,
+        } = self;
         let mut clock = cfg.timeout.map(|_| Instant::now());
         let mut matched = false;
         for (fm, locs) in cfg.matches.iter().zip(locs.iter_mut()) {
@@ -287,6 +295,13 @@ impl Filter for Grok {
                 Ok(false) => {}
                 Err(_) => {
                     event.add_tag(&cfg.tag_on_timeout);
+                    let field = &fm.name;
+                    on_failure.take(event, |_| {
+                        format!(
+                            "grok: timed out matching [{field}] ({})",
+                            cfg.tag_on_timeout
+                        )
+                    });
                     return false;
                 }
             }
@@ -295,12 +310,20 @@ impl Filter for Grok {
             for tag in &cfg.tag_on_failure {
                 event.add_tag(tag);
             }
+            on_failure.take(event, |_| {
+                let fields: Vec<&str> = cfg.matches.iter().map(|m| m.name.as_str()).collect();
+                format!("grok: no pattern matched {}", fields.join(", "))
+            });
         }
         matched
     }
 
     fn clone_box(&self) -> Box<dyn Filter> {
-        Box::new(Grok::new(Arc::clone(&self.cfg)))
+        Box::new(Grok::new(Arc::clone(&self.cfg), self.on_failure.clone()))
+    }
+
+    fn take_dead_letters(&mut self, out: &mut Vec<(Event, String)>) {
+        self.on_failure.drain_into(out);
     }
 }
 
@@ -490,7 +513,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
         timeout: (timeout_millis > 0.0).then(|| Duration::from_secs_f64(timeout_millis / 1000.0)),
         timeout_per_event,
     };
-    Ok(Box::new(Grok::new(Arc::new(cfg))))
+    let on_failure = crate::dead_letter::OnFailure::from_options(opts)?;
+    Ok(Box::new(Grok::new(Arc::new(cfg), on_failure)))
 }
 
 /// Test input: `count` pseudo-random texts of up to 23 characters from `alphabet` (xorshift

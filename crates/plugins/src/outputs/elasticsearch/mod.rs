@@ -6,8 +6,12 @@
 //! to the dead letter handling. Per item of the response:
 //! - 200/201: indexed. 409 (version conflict) and `drop_error_types`: dropped, logged
 //!   (unless the error type is in `silence_errors_in_log`) and counted.
-//! - 400/404 and `dlq_custom_codes`: the event cannot be indexed as it is; logged with the
-//!   reason and counted (the dead letter queue, when enabled, takes it).
+//! - 400/404 and `dlq_custom_codes`: the event cannot be indexed as it is. With the
+//!   pipeline's dead letter queue enabled it goes there with the reason (Logstash's
+//!   `Could not index event to Elasticsearch. status: ..., action: ..., response: ...`) and
+//!   counts as `dlq_routed`; otherwise it is logged with the event and counted as a
+//!   `non_retryable_failure`. So do events that cannot be rendered as a bulk action (a bad
+//!   `action`) and single events too large for the server (413).
 //! - anything else (429, 5xx): only those items are sent again, after
 //!   `retry_initial_interval` doubling up to `retry_max_interval`.
 //!
@@ -118,8 +122,9 @@ enum Fate {
     Indexed,
     /// Dropped on purpose (a conflict, `drop_error_types`).
     Dropped,
-    /// Cannot be indexed as it is (counted by [`ElasticsearchOutput::event_failed`]).
-    Failed,
+    /// Cannot be indexed as it is, for this reason (see
+    /// [`ElasticsearchOutput::dead_letter`]).
+    Failed(String),
     Retry,
 }
 
@@ -226,15 +231,34 @@ impl ElasticsearchOutput {
         }
     }
 
-    /// An event that can never be indexed as it is. (The dead letter queue takes these once
-    /// it is enabled; until then they are logged with the event, and counted.)
-    fn event_failed(&self, event: &Event, reason: &str) {
-        self.counters.add("documents.non_retryable_failures", 1);
-        let event = sluice_event::json::event_to_string(event);
-        tracing::warn!(event = %event, "{}: could not index event: {reason}", self.label);
+    /// Events that can never be indexed as they are, with why (index in the batch, reason):
+    /// to the dead letter queue when the pipeline has one, else logged with the event. Both
+    /// are counted.
+    fn dead_letter(&self, events: &[&Event], failed: &[(usize, String)], ctx: &WriteContext) {
+        if failed.is_empty() {
+            return;
+        }
+        if ctx.dead_letter_queue_enabled() {
+            let items: Vec<(&Event, &str)> = (failed.iter())
+                .map(|(i, reason)| (events[*i], reason.as_str()))
+                .collect();
+            let n = ctx.dead_letter(&items) as u64;
+            self.counters.add_all(&[
+                ("documents.dlq_routed", n),
+                ("documents.non_retryable_failures", items.len() as u64 - n),
+            ]);
+            return;
+        }
+        self.counters
+            .add("documents.non_retryable_failures", failed.len() as u64);
+        for (i, reason) in failed {
+            let event = sluice_event::json::event_to_string(events[*i]);
+            tracing::warn!(event = %event, "{}: could not index event: {reason}", self.label);
+        }
     }
 
-    fn classify(&self, event: &Event, item: &bulk::ItemResult) -> Fate {
+    /// What became of an item, whose action line is `action`.
+    fn classify(&self, event: &Event, item: &bulk::ItemResult, action: &[u8]) -> Fate {
         let dropped_type = || {
             self.s
                 .drop_error_types
@@ -255,9 +279,12 @@ impl ElasticsearchOutput {
             }
             s if matches!(s, 400 | 404) || self.s.dlq_custom_codes.contains(&s) => {
                 let error = item.error.as_ref().map(|e| e.to_string());
-                let reason = format!("status {s}: {}", error.unwrap_or_default());
-                self.event_failed(event, &reason);
-                Fate::Failed
+                let action = action.split(|b| *b == b'\n').next().unwrap_or_default();
+                Fate::Failed(format!(
+                    "Could not index event to Elasticsearch. status: {s}, action: {}, response: {}",
+                    String::from_utf8_lossy(action),
+                    error.unwrap_or_default()
+                ))
             }
             s => {
                 let what = "retrying failed action";
@@ -302,6 +329,7 @@ impl ElasticsearchOutput {
         chunk: Chunk,
         ctx: &WriteContext,
         retry: &mut Chunk,
+        failed: &mut Vec<(usize, String)>,
     ) -> Result<Option<[Chunk; 2]>, OutputError> {
         let payload = self.payload(body, &chunk);
         let mut headers = vec![("Content-Type", "application/json")];
@@ -334,14 +362,14 @@ impl ElasticsearchOutput {
                             return Ok(Some([first, second]));
                         }
                         let (i, _) = &chunk[0];
-                        self.event_failed(events[*i], "status 413: the document is larger than the server accepts (http.max_content_length)");
+                        failed.push((*i, "status 413: the document is larger than the server accepts (http.max_content_length)".to_owned()));
                         return Ok(None);
                     }
                     if (200..300).contains(&r.status) {
                         match BulkResponse::parse(&r.body) {
                             Ok(resp) if !resp.errors || resp.items.len() == chunk.len() => {
                                 self.outage.recovered(&r.url);
-                                self.handle_items(events, &chunk, &resp, retry);
+                                self.handle_items(events, body, &chunk, &resp, retry, failed);
                                 return Ok(None);
                             }
                             Ok(resp) => {
@@ -390,9 +418,11 @@ impl ElasticsearchOutput {
     fn handle_items(
         &self,
         events: &[&Event],
+        body: &[u8],
         chunk: &[(usize, Range<usize>)],
         resp: &BulkResponse,
         retry: &mut Chunk,
+        failed: &mut Vec<(usize, String)>,
     ) {
         if !resp.errors {
             let n = chunk.len() as u64;
@@ -407,10 +437,10 @@ impl ElasticsearchOutput {
                 retried += 1;
                 continue;
             };
-            match self.classify(events[*i], item) {
+            match self.classify(events[*i], item, &body[range.clone()]) {
                 Fate::Indexed => ok += 1,
                 Fate::Dropped => dropped += 1,
-                Fate::Failed => {}
+                Fate::Failed(reason) => failed.push((*i, reason)),
                 Fate::Retry => {
                     retry.push((*i, range.clone()));
                     retried += 1;
@@ -431,6 +461,26 @@ impl Output for ElasticsearchOutput {
         if events.is_empty() {
             return Ok(());
         }
+        let mut failed = Vec::new();
+        let result = self.write_batch(events, ctx, &mut failed);
+        // Also when giving the batch up at a stop: a replay would fail them again anyway.
+        self.dead_letter(events, &failed, ctx);
+        result
+    }
+
+    fn counters(&self) -> Option<Arc<NamedCounters>> {
+        Some(Arc::clone(&self.counters))
+    }
+}
+
+impl ElasticsearchOutput {
+    /// Sends a batch until every event is indexed, dropped or `failed`.
+    fn write_batch(
+        &self,
+        events: &[&Event],
+        ctx: &WriteContext,
+        failed: &mut Vec<(usize, String)>,
+    ) -> Result<(), OutputError> {
         let server = self.connect(ctx)?;
         let mut body = Vec::with_capacity(events.len() * 512);
         let mut pending: Chunk = Vec::with_capacity(events.len());
@@ -439,7 +489,7 @@ impl Output for ElasticsearchOutput {
             let start = body.len();
             match renderer.append(&self.s, server, e, &mut body) {
                 Ok(()) => pending.push((i, start..body.len())),
-                Err(reason) => self.event_failed(e, &reason),
+                Err(reason) => failed.push((i, reason)),
             }
         }
         let mut backoff = Backoff::new(self.s.retry_initial, self.s.retry_max);
@@ -447,7 +497,9 @@ impl Output for ElasticsearchOutput {
             let mut chunks: std::collections::VecDeque<Chunk> = split(pending).into();
             let mut retry = Vec::new();
             while let Some(chunk) = chunks.pop_front() {
-                if let Some([a, b]) = self.send_chunk(events, &body, chunk, ctx, &mut retry)? {
+                if let Some([a, b]) =
+                    self.send_chunk(events, &body, chunk, ctx, &mut retry, failed)?
+                {
                     chunks.push_front(b);
                     chunks.push_front(a);
                 }
@@ -466,10 +518,6 @@ impl Output for ElasticsearchOutput {
             pending = retry;
         }
         Ok(())
-    }
-
-    fn counters(&self) -> Option<Arc<NamedCounters>> {
-        Some(Arc::clone(&self.counters))
     }
 }
 
