@@ -110,7 +110,7 @@ fn a_mapping_conflict_is_an_event_error_not_retried() {
         let plugin = kind.plugin();
         let config = format!(
             r#"input {{ generator {{ lines => ['{{"n": 1}}', '{{"n": "not a number"}}', '{{"n": 3}}'] count => 1 codec => json }} }}
-               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" }} }}"#
+               output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" id => "es_out" }} }}"#
         );
         // One batch in order, one worker: the first document maps n as a number.
         let log = run_to_end(&dir, "pipeline.workers: 1\n", &config, 120);
@@ -120,6 +120,37 @@ fn a_mapping_conflict_is_an_event_error_not_retried() {
             "{kind:?}:\n{log}"
         );
         assert!(log.contains("mapper_parsing_exception"), "{kind:?}:\n{log}");
+
+        // With the dead letter queue: the event goes there with the reason, and the
+        // dead_letter_queue input reads it back.
+        delete_index(&url, &index);
+        let dlq = dir.join("dlq");
+        let yml = format!(
+            "pipeline.workers: 1\npath.data: {}\ndead_letter_queue.enable: true\npath.dead_letter_queue: {}\n",
+            dir.join("data").display(),
+            dlq.display()
+        );
+        let log = run_to_end(&dir, &yml, &config, 120);
+        assert_eq!(count(&url, &index), 2, "{kind:?}:\n{log}");
+        assert!(!log.contains("could not index event"), "{kind:?}:\n{log}");
+        let entries = run_support::read_dead_letters(&dlq, "main", 1, 60);
+        assert_eq!(entries.len(), 1, "{kind:?}: {entries:?}");
+        let e = &entries[0];
+        assert_eq!(e["n"], "not a number", "{kind:?}: {e}");
+        assert_eq!(e["dlq"]["plugin_type"], plugin, "{kind:?}: {e}");
+        assert_eq!(e["dlq"]["plugin_id"], "es_out", "{kind:?}: {e}");
+        let reason = e["dlq"]["reason"].as_str().unwrap_or_default();
+        for part in [
+            "Could not index event to Elasticsearch. status: 400",
+            "mapper_parsing_exception",
+            &index,
+        ] {
+            assert!(
+                reason.contains(part),
+                "{kind:?}: {part:?} not in {reason:?}"
+            );
+        }
+        assert!(e["dlq"]["entry_time"].is_string(), "{kind:?}: {e}");
         delete_index(&url, &index);
     }
 }

@@ -134,3 +134,59 @@ pub fn sequences(out: &Path) -> BTreeMap<i64, usize> {
     }
     seqs
 }
+
+/// Reads the dead letter queue of pipeline `pipeline_id` under `dlq_root`
+/// (`path.dead_letter_queue`) back through the `dead_letter_queue` input, until at least
+/// `expected` entries have come (at most `secs` seconds) and then half a second more, so that
+/// extra entries show. Each entry is its event as JSON, with `[@metadata][dead_letter_queue]`
+/// copied to `dlq`.
+pub fn read_dead_letters(
+    dlq_root: &Path,
+    pipeline_id: &str,
+    expected: usize,
+    secs: u64,
+) -> Vec<serde_json::Value> {
+    let dir = dlq_root.with_extension(format!("reader-{pipeline_id}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("settings")).unwrap();
+    let out = dir.join("out.json");
+    let config = format!(
+        r#"input {{ dead_letter_queue {{ path => "{}" pipeline_id => "{pipeline_id}" commit_offsets => false }} }}
+           filter {{ mutate {{ copy => {{ "[@metadata][dead_letter_queue]" => "dlq" }} }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        dlq_root.display(),
+        out.display()
+    );
+    let yml = format!("path.data: {}\n", dir.join("data").display());
+    let mut r = Run::start(&dir, &yml, &[], &config, Stdio::null(), Stdio::null());
+    let lines = || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while lines() < expected && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    r.signal("-TERM");
+    let status = r.exit(30);
+    assert!(
+        status.success(),
+        "DLQ reader failed ({status}):\n{}",
+        r.log()
+    );
+    let entries: Vec<serde_json::Value> = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    assert!(
+        entries.len() >= expected,
+        "{} of {expected} dead letters read back within {secs} s:\n{}",
+        entries.len(),
+        r.log()
+    );
+    entries
+}
