@@ -157,6 +157,31 @@ pub fn links(config: &Config) -> (BTreeSet<String>, BTreeSet<String>) {
     (addr, send)
 }
 
+/// Whether any plugin option mentions `replay_safe_id` (`document_id =>
+/// "%{[@metadata][replay_safe_id]}"`, a `copy` of it...): then the queue stamps the ids.
+pub fn refers_to_replay_ids(config: &Config) -> bool {
+    fn value(v: &Ast) -> bool {
+        match v {
+            Ast::String(s) | Ast::Bareword(s) => s.contains("replay_safe_id"),
+            Ast::Array(items) => items.iter().any(value),
+            Ast::Hash(entries) => entries
+                .iter()
+                .any(|e| e.key.contains("replay_safe_id") || value(&e.value)),
+            Ast::Plugin(p) => p.attributes.iter().any(|a| value(&a.value)),
+            Ast::Number(_) => false,
+        }
+    }
+    fn body(statements: &[Statement]) -> bool {
+        statements.iter().any(|st| match st {
+            Statement::Plugin(p) => p.attributes.iter().any(|a| value(&a.value)),
+            Statement::If(i) => {
+                i.branches.iter().any(|b| body(&b.body)) || i.else_body.as_deref().is_some_and(body)
+            }
+        })
+    }
+    config.sections.iter().any(|s| body(&s.body))
+}
+
 struct Entry {
     fingerprint: u64,
     running: RunningPipeline,
@@ -180,7 +205,14 @@ pub struct Agent {
 fn open_queue(spec: &Spec, path_data: &std::path::Path) -> Result<Arc<dyn EventQueue>, String> {
     let s = &spec.settings;
     Ok(match spec.queue.queue_type {
-        QueueType::Memory => Arc::new(MemoryEventQueue::new(s.workers * s.batch_size)),
+        QueueType::Memory => {
+            let q = MemoryEventQueue::new(s.workers * s.batch_size);
+            if s.replay_safe_ids {
+                Arc::new(q.with_replay_safe_ids())
+            } else {
+                Arc::new(q)
+            }
+        }
         QueueType::Persisted => {
             let root = spec
                 .queue
@@ -197,13 +229,17 @@ fn open_queue(spec: &Spec, path_data: &std::path::Path) -> Result<Arc<dyn EventQ
                 checkpoint_writes: q.checkpoint_writes,
                 drain: q.drain,
             };
-            let queue = PersistedEventQueue::open(&dir, cfg).map_err(|e| {
+            let failed = |e: &dyn std::fmt::Display| {
                 format!(
                     "pipeline {}: opening the persisted queue at {}: {e}",
                     spec.id,
                     dir.display()
                 )
-            })?;
+            };
+            let mut queue = PersistedEventQueue::open(&dir, cfg).map_err(|e| failed(&e))?;
+            if s.replay_safe_ids {
+                queue = queue.with_replay_safe_ids().map_err(|e| failed(&e))?;
+            }
             Arc::new(queue)
         }
     })
@@ -323,6 +359,8 @@ impl Agent {
             let compiled = graph::compile(&loaded.config, &self.registry_for(&spec))
                 .map_err(|e| e.to_string())?;
             all_links.insert(spec.id.clone(), links(&loaded.config));
+            let mut spec = spec;
+            spec.settings.replay_safe_ids = refers_to_replay_ids(&loaded.config);
             built.push((spec, loaded.fingerprint, compiled));
         }
         check_cycles(&all_links)?;
@@ -492,6 +530,8 @@ impl Agent {
                 }
             };
             let (addresses, send_to) = links(&loaded.config);
+            let mut spec = spec;
+            spec.settings.replay_safe_ids = refers_to_replay_ids(&loaded.config);
             let mut all: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = self
                 .pipelines
                 .iter()
@@ -524,5 +564,24 @@ impl Agent {
             }
         }
         (ok, failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_ids_are_wanted_when_an_option_mentions_them() {
+        let wants = |text: &str| refers_to_replay_ids(&sluice_config::parse("t", text).unwrap());
+        assert!(wants(
+            r#"output { elasticsearch { document_id => "%{[@metadata][replay_safe_id]}" } }"#
+        ));
+        assert!(wants(
+            r#"filter { if [x] { mutate { copy => { "[@metadata][replay_safe_id]" => "id" } } } }"#
+        ));
+        assert!(!wants(
+            r#"output { elasticsearch { document_id => "%{id}" } }"#
+        ));
     }
 }

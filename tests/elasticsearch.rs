@@ -292,3 +292,72 @@ fn queued_events_survive_a_sigkill_while_the_node_is_down() {
     assert_eq!(count(&node.url, index), total, "{log}");
     let _ = send("DELETE", &format!("{}/{index}", node.url), "");
 }
+
+/// Exactly once through a crash: every batch is indexed and then held unacknowledged by a
+/// second output blocked on a pipe nobody reads, sluice is SIGKILLed, and the restart replays
+/// those batches. With `document_id => "%{[@metadata][replay_safe_id]}"` the replay
+/// overwrites what was indexed before the kill: the count is exact.
+#[test]
+fn replay_safe_ids_make_a_replay_after_sigkill_overwrite() {
+    for (kind, url) in shared("replay-ids") {
+        let index = index_name("replay-ids", kind);
+        let dir = temp_dir("es", &index);
+        let plugin = kind.plugin();
+        let yml = format!(
+            "queue.type: persisted\npath.data: {}\nqueue.drain: true\npipeline.batch.size: 100\n",
+            dir.join("data").display()
+        );
+        let total = 3_000;
+        let es = format!(
+            r#"{plugin} {{ hosts => ["{url}"] index => "{index}" document_id => "%{{[@metadata][replay_safe_id]}}" }}"#
+        );
+        let config = format!(
+            r#"input {{ generator {{ count => {total} message => "m" }} }}
+               filter {{ clone {{ clones => ["copy"] }} }}
+               output {{ {es} stdout {{ codec => json_lines }} }}"#
+        );
+        let mut run = Run::start(&dir, &yml, &[], &config, Stdio::null(), Stdio::piped());
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let indexed = || {
+            send("POST", &format!("{url}/{index}/_refresh"), "");
+            get(&format!("{url}/{index}/_count"))
+                .ok()
+                .and_then(|(_, b)| b["count"].as_u64())
+                .unwrap_or(0)
+        };
+        // The workers index a batch or two, then block on the pipe.
+        while indexed() < 200 {
+            assert!(
+                Instant::now() < deadline,
+                "{kind:?}: not 200 indexed in 120 s:\n{}",
+                run.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        run.signal("-KILL");
+        run.exit(30);
+        let before = count(&url, &index);
+
+        // The same filters (the clones' ids come from their filter's place), no new events.
+        let config = format!(
+            r#"input {{ stdin {{ }} }}
+               filter {{ clone {{ clones => ["copy"] }} }}
+               output {{ {es} }}"#
+        );
+        let log = run_to_end(&dir, &yml, &config, 300);
+        let replayed: u64 = log
+            .lines()
+            .find_map(|l| l.split("unacked_events=").nth(1))
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{kind:?}: no replay in the log:\n{log}"));
+        // Each queued event is indexed twice (itself and its clone).
+        assert!(
+            before + 2 * replayed > 2 * total,
+            "{kind:?}: the replay overlaps nothing indexed before the kill ({before} indexed, {replayed} replayed)"
+        );
+        assert_eq!(count(&url, &index), 2 * total, "{kind:?}:\n{log}");
+        delete_index(&url, &index);
+    }
+}

@@ -176,6 +176,9 @@ pub struct FilterChain {
     emitted: Vec<Event>,
     /// Filters' dead letters of the last batch, on their way to the DLQ. Reused.
     dead_letters: Vec<(Event, String)>,
+    /// `[@metadata][replay_safe_id]`, when events carry one: events a filter creates get an
+    /// id derived from their parent's.
+    replay_ids: Option<sluice_event::FieldRef>,
     metrics: Arc<PipelineMetrics>,
     worker: usize,
 }
@@ -202,9 +205,20 @@ impl FilterChain {
             tree,
             emitted: Vec::new(),
             dead_letters: Vec::new(),
+            replay_ids: None,
             metrics: Arc::new(PipelineMetrics::new(plugins, 1)),
             worker: 0,
         }
+    }
+
+    /// Events carry replay-safe ids (see [`crate::queue::ReplayIds`]): the `k`-th event
+    /// filter `i` creates from an event of id `P` gets id `P.i.k` (1-based), the same at every
+    /// replay, and different from every other event's, however many filters create events.
+    pub fn derive_replay_ids(&mut self) {
+        self.replay_ids = Some(
+            sluice_event::FieldRef::parse(crate::queue::REPLAY_SAFE_ID_FIELD)
+                .expect("a valid field reference"),
+        );
     }
 
     /// Runs a batch through the filters. Dropped events stay in place, cancelled.
@@ -281,6 +295,9 @@ impl FilterChain {
                     common.apply(n);
                 }
             }
+            if let (Some(field), true) = (&self.replay_ids, emitted.len() > first_new) {
+                derive_ids(field, e, &mut emitted[first_new..], i);
+            }
             kept += u64::from(!e.is_cancelled());
         }
         let created = emitted.iter().filter(|e| !e.is_cancelled()).count() as u64;
@@ -343,6 +360,23 @@ impl FilterChain {
             }
         }
         events.append(&mut skipped);
+    }
+}
+
+/// Gives `children`, created by filter `filter` from `parent`, ids derived from the parent's.
+fn derive_ids(
+    field: &sluice_event::FieldRef,
+    parent: &Event,
+    children: &mut [Event],
+    filter: usize,
+) {
+    let Some(sluice_event::Value::String(id)) = parent.get(field) else {
+        return;
+    };
+    let id = id.to_string();
+    for (k, child) in children.iter_mut().enumerate() {
+        let derived = format!("{id}.{filter}.{}", k + 1);
+        child.set(field, sluice_event::Value::String(derived.into()));
     }
 }
 

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use sluice_event::Event;
+use sluice_event::{Event, FieldRef, Value};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -91,6 +91,100 @@ pub trait EventQueue: Send + Sync {
     }
 }
 
+/// Where a queue puts each event's replay-safe identity (see [`ReplayIds`]).
+pub const REPLAY_SAFE_ID_FIELD: &str = "[@metadata][replay_safe_id]";
+
+/// Replay-safe ids: `<queue id>-<sequence>` in `[@metadata][replay_safe_id]` of every event
+/// read that has none yet (one that came from another pipeline keeps the id it got there).
+/// A persisted queue's id is random, made once and kept in `<queue dir>/queue_id`, and an
+/// event's sequence is its place in the queue, so an event replayed after a crash gets the id
+/// it had before: `document_id => "%{[@metadata][replay_safe_id]}"` then overwrites instead
+/// of duplicating. (The random part keeps a queue started afresh from reusing the ids of an
+/// earlier one.) A memory queue, which replays nothing, numbers events from a random id made
+/// at start. Filters that create events derive theirs from their parent's (see
+/// [`crate::graph::FilterChain`]). Only done when the config refers to the field: it costs a
+/// string per event.
+pub struct ReplayIds {
+    prefix: String,
+    field: FieldRef,
+    /// The next number, for a memory queue.
+    next: AtomicU64,
+}
+
+impl ReplayIds {
+    fn new(prefix: String) -> ReplayIds {
+        ReplayIds {
+            prefix,
+            field: FieldRef::parse(REPLAY_SAFE_ID_FIELD).expect("a valid field reference"),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// With a random id, for a memory queue.
+    pub fn random() -> ReplayIds {
+        ReplayIds::new(format!("{:016x}", random_u64()))
+    }
+
+    /// With the id kept in `<dir>/queue_id` (made when missing), for a persisted queue.
+    pub fn for_dir(dir: &std::path::Path) -> std::io::Result<ReplayIds> {
+        let path = dir.join("queue_id");
+        let id = match std::fs::read_to_string(&path) {
+            Ok(t) if t.trim().len() == 16 && t.trim().bytes().all(|b| b.is_ascii_hexdigit()) => {
+                t.trim().to_owned()
+            }
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{} does not hold a queue id (16 hex digits); it names the ids of                          replay_safe_id: restore it, or remove it to start new ids",
+                        path.display()
+                    ),
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let id = format!("{:016x}", random_u64());
+                let tmp = dir.join("queue_id.tmp");
+                let mut f = std::fs::File::create(&tmp)?;
+                std::io::Write::write_all(&mut f, format!("{id}\n").as_bytes())?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, &path)?;
+                std::fs::File::open(dir)?.sync_all()?;
+                id
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(ReplayIds::new(id))
+    }
+
+    /// Gives `event` the id of sequence `seq`, unless it has one.
+    fn stamp(&self, event: &mut Event, seq: u64) {
+        if event.get(&self.field).is_none() {
+            let id = format!("{}-{seq}", self.prefix);
+            event.set(&self.field, Value::String(id.into()));
+        }
+    }
+
+    /// Numbers a batch read from a memory queue.
+    fn stamp_all(&self, events: &mut [Event]) {
+        let first = self.next.fetch_add(events.len() as u64, Ordering::Relaxed);
+        for (i, e) in events.iter_mut().enumerate() {
+            self.stamp(e, first + i as u64);
+        }
+    }
+}
+
+/// 64 random bits, from the standard library's randomly seeded hasher.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
 /// Threads that push into several memory queues get one number for all of them.
 fn thread_origin() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
@@ -111,6 +205,7 @@ pub struct MemoryEventQueue {
     /// Events in all bins: at most `queue`'s capacity (beyond that a worker frees its own), so
     /// idle inputs hold back at most what the queue itself could hold.
     spent_events: AtomicUsize,
+    ids: Option<ReplayIds>,
 }
 
 #[derive(Default)]
@@ -126,7 +221,14 @@ impl MemoryEventQueue {
             queue: MemoryQueue::new(capacity),
             bins: Default::default(),
             spent_events: AtomicUsize::new(0),
+            ids: None,
         }
+    }
+
+    /// Gives events replay-safe ids as they are read (see [`ReplayIds`]).
+    pub fn with_replay_safe_ids(mut self) -> Self {
+        self.ids = Some(ReplayIds::random());
+        self
     }
 
     /// Takes the finished events of the threads sharing `origin`'s bin.
@@ -191,9 +293,11 @@ impl EventQueue for MemoryEventQueue {
     }
 
     fn read_batch(&self, max: usize, delay: Duration) -> Option<ReadBatch> {
-        self.queue
-            .read_batch(max, delay)
-            .map(|events| ReadBatch { events, token: 0 })
+        let mut events = self.queue.read_batch(max, delay)?;
+        if let Some(ids) = &self.ids {
+            ids.stamp_all(&mut events);
+        }
+        Some(ReadBatch { events, token: 0 })
     }
 
     fn ack(&self, _token: u64) {}
@@ -216,6 +320,7 @@ pub struct PersistedEventQueue {
     max_record: usize,
     rejected: AtomicU64,
     dir: std::path::PathBuf,
+    ids: Option<ReplayIds>,
 }
 
 impl PersistedEventQueue {
@@ -240,7 +345,15 @@ impl PersistedEventQueue {
             max_record,
             rejected: AtomicU64::new(0),
             dir: dir.to_path_buf(),
+            ids: None,
         })
+    }
+
+    /// Gives events replay-safe ids as they are read (see [`ReplayIds`]); the queue's id is
+    /// kept in its directory.
+    pub fn with_replay_safe_ids(mut self) -> std::io::Result<Self> {
+        self.ids = Some(ReplayIds::for_dir(&self.dir)?);
+        Ok(self)
     }
 
     pub fn queue(&self) -> &Arc<PersistedQueue> {
@@ -285,7 +398,12 @@ impl EventQueue for PersistedEventQueue {
         let mut events = Vec::with_capacity(raw.records.len());
         for (i, r) in raw.records.iter().enumerate() {
             match sluice_event::binary::decode(&raw.data[r.clone()]) {
-                Ok(e) => events.push(e),
+                Ok(mut e) => {
+                    if let Some(ids) = &self.ids {
+                        ids.stamp(&mut e, raw.first_seq + i as u64);
+                    }
+                    events.push(e)
+                }
                 Err(err) => tracing::error!(
                     sequence = raw.first_seq + i as u64,
                     error = %err,
@@ -350,6 +468,30 @@ impl EventQueue for PersistedEventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replay_ids_keep_the_queue_id_and_an_event_keeps_its_own() {
+        let dir = std::env::temp_dir().join(format!("sluice-replay-ids-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = ReplayIds::for_dir(&dir).unwrap();
+        let b = ReplayIds::for_dir(&dir).unwrap();
+        assert_eq!(a.prefix, b.prefix);
+        assert_eq!(a.prefix.len(), 16);
+        assert_ne!(a.prefix, ReplayIds::random().prefix);
+        let mut e = Event::new();
+        a.stamp(&mut e, 42);
+        let id = format!("{}-42", a.prefix);
+        assert_eq!(e.get(&a.field).and_then(Value::as_str), Some(id.as_str()));
+        // From another pipeline: the id it has stays.
+        let other = ReplayIds::random();
+        other.stamp(&mut e, 7);
+        assert_eq!(e.get(&a.field).and_then(Value::as_str), Some(id.as_str()));
+        std::fs::write(dir.join("queue_id"), "not an id\n").unwrap();
+        let err = ReplayIds::for_dir(&dir).err().unwrap().to_string();
+        assert!(err.contains("does not hold a queue id"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// Events as this thread would have pushed them.
     fn mine(n: usize) -> Vec<Event> {

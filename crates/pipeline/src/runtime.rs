@@ -35,6 +35,9 @@ pub struct PipelineSettings {
     pub batch_delay: Duration,
     /// `pipeline.unsafe_shutdown`: a stop that stalls may exit anyway (see the agent).
     pub unsafe_shutdown: bool,
+    /// The config refers to `[@metadata][replay_safe_id]`: the queue stamps it, and filters'
+    /// new events get ids derived from it (see [`crate::queue::ReplayIds`]).
+    pub replay_safe_ids: bool,
 }
 
 impl Default for PipelineSettings {
@@ -45,6 +48,7 @@ impl Default for PipelineSettings {
             batch_size: 125,
             batch_delay: Duration::from_millis(50),
             unsafe_shutdown: false,
+            replay_safe_ids: false,
         }
     }
 }
@@ -121,7 +125,10 @@ pub fn start(
 
     let mut workers = Vec::with_capacity(settings.workers.max(1));
     for w in 0..settings.workers.max(1) {
-        let chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
+        let mut chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
+        if settings.replay_safe_ids {
+            chain.derive_replay_ids();
+        }
         let shared = Arc::clone(&shared);
         workers.push(
             std::thread::Builder::new()
