@@ -138,6 +138,8 @@ struct State {
     total: u64,
     dirty: bool,
     last_sync: Instant,
+    /// When the head segment was last written: idle for `flush_interval`, it is sealed.
+    last_write: Instant,
     batch: RecordBatch,
 }
 
@@ -216,6 +218,7 @@ impl DlqWriter {
                 total,
                 dirty: false,
                 last_sync: Instant::now(),
+                last_write: Instant::now(),
                 batch: RecordBatch::new(),
             }),
             stats,
@@ -367,6 +370,7 @@ impl DlqWriter {
         st.total += size;
         st.next_seq += n as u64;
         st.dirty = true;
+        st.last_write = Instant::now();
         self.stats.size_bytes.store(st.total, Ordering::Relaxed);
         self.stats
             .written_events
@@ -402,11 +406,18 @@ impl DlqWriter {
         Ok(())
     }
 
-    /// Syncs what was written and takes account of segments a reader removed (at shutdown, or
-    /// from a timer).
+    /// Syncs what was written, takes account of segments a reader removed, seals a head
+    /// segment left idle for `flush_interval` (as Logstash does, so that a reader sees it
+    /// complete and `retain_age` can expire it) and expires segments past `retain_age` (at
+    /// shutdown, or from a timer: entries expire even when nothing new is written).
     pub fn flush(&self) -> io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         self.forget_removed(&mut st)?;
+        if st.head.is_some() && st.last_write.elapsed() >= self.config.flush_interval {
+            self.seal(&mut st)?;
+        }
+        self.expire(&mut st, now_millis())?;
+        self.stats.size_bytes.store(st.total, Ordering::Relaxed);
         if st.dirty {
             if let Some(h) = &st.head {
                 h.sync()?;
@@ -724,5 +735,31 @@ mod tests {
         assert!(w.stats().expired_events.load(Ordering::Relaxed) >= 4);
         let mut r = DlqReader::open(fs(&d), None);
         assert!(payloads(&r.read(100).unwrap()).contains(&"new".to_owned()));
+    }
+
+    #[test]
+    fn an_idle_head_is_sealed_by_flush_and_then_expires_without_new_writes() {
+        let d = dir("idle");
+        let w = DlqWriter::open(
+            fs(&d),
+            DlqConfig {
+                flush_interval: Duration::from_millis(10),
+                retain_age: Some(Duration::from_millis(30)),
+                ..DlqConfig::default()
+            },
+        )
+        .unwrap();
+        w.write(&[b"a", b"b"]).unwrap();
+        w.flush().unwrap();
+        assert_eq!(w.stats().expired_events.load(Ordering::Relaxed), 0);
+        std::thread::sleep(Duration::from_millis(50));
+        w.flush().unwrap();
+        assert_eq!(w.stats().expired_events.load(Ordering::Relaxed), 2);
+        assert_eq!(w.stats().size_bytes.load(Ordering::Relaxed), 0);
+        assert!(DlqReader::open(fs(&d), None).read(10).unwrap().is_empty());
+        // Writing goes on in a new segment.
+        w.write(&[b"c"]).unwrap();
+        let got = DlqReader::open(fs(&d), None).read(10).unwrap();
+        assert_eq!(payloads(&got), ["c"]);
     }
 }
