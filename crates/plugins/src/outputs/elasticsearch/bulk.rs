@@ -370,8 +370,26 @@ impl ItemResult {
 }
 
 impl BulkResponse {
+    /// Reads a response; the items only when `errors` is true (otherwise every item
+    /// succeeded, and reading them would cost an allocation or two each).
     pub fn parse(body: &[u8]) -> Result<BulkResponse, String> {
-        serde_json::from_slice(body).map_err(|e| format!("unreadable bulk response: {e}"))
+        #[derive(Deserialize)]
+        struct Head {
+            #[serde(default)]
+            errors: bool,
+            #[serde(default)]
+            #[allow(dead_code)]
+            items: serde::de::IgnoredAny,
+        }
+        let fail = |e: serde_json::Error| format!("unreadable bulk response: {e}");
+        let head: Head = serde_json::from_slice(body).map_err(fail)?;
+        if !head.errors {
+            return Ok(BulkResponse {
+                errors: false,
+                items: Vec::new(),
+            });
+        }
+        serde_json::from_slice(body).map_err(fail)
     }
 
     /// Each item's result, in request order.

@@ -27,7 +27,6 @@ pub mod config;
 mod template;
 
 use std::borrow::Cow;
-use std::io::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -312,12 +311,7 @@ impl ElasticsearchOutput {
         if self.s.compression_level == 0 {
             return raw;
         }
-        let mut enc = flate2::write::GzEncoder::new(
-            Vec::with_capacity(raw.len() / 4),
-            flate2::Compression::new(self.s.compression_level),
-        );
-        let _ = enc.write_all(&raw);
-        Cow::Owned(enc.finish().unwrap_or_default())
+        Cow::Owned(gzip(&raw, self.s.compression_level))
     }
 
     /// Sends one chunk until the server answers it as a whole. Returns the items to retry,
@@ -521,6 +515,43 @@ impl ElasticsearchOutput {
     }
 }
 
+/// `data` as a gzip member. Each worker thread keeps its deflate state between requests (it
+/// is hundreds of kilobytes, which a fresh encoder per request would allocate and zero).
+fn gzip(data: &[u8], level: u32) -> Vec<u8> {
+    use flate2::{Compress, Compression, FlushCompress, Status};
+    thread_local! {
+        static DEFLATE: std::cell::RefCell<Option<(u32, Compress)>> = const { std::cell::RefCell::new(None) };
+    }
+    // Header: magic, deflate, no flags, no time, no extra flags, unknown OS.
+    let mut out = Vec::with_capacity(data.len() / 4 + 64);
+    out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+    DEFLATE.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.as_ref().is_none_or(|(l, _)| *l != level) {
+            *cell = Some((level, Compress::new(Compression::new(level), false)));
+        }
+        let (_, c) = cell.as_mut().expect("just set");
+        c.reset();
+        let start = c.total_in();
+        loop {
+            let done = (c.total_in() - start) as usize;
+            if out.capacity() - out.len() < 1024 {
+                out.reserve(out.capacity().max(4096));
+            }
+            match c.compress_vec(&data[done..], &mut out, FlushCompress::Finish) {
+                Ok(Status::StreamEnd) => break,
+                Ok(_) => {}
+                Err(e) => unreachable!("deflate of an in-memory buffer failed: {e}"),
+            }
+        }
+    });
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
 /// `path` with `query` appended (`?` or `&`), if any.
 fn with_query(path: &str, query: &str) -> String {
     if query.is_empty() {
@@ -551,4 +582,28 @@ fn split(entries: Chunk) -> Vec<Chunk> {
         out.push(cur);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn gzip_members_decode_to_the_data_whatever_the_size_and_level() {
+        let mut text = Vec::new();
+        for i in 0..20_000u32 {
+            text.extend_from_slice(format!("{{\"n\":{i},\"m\":\"x{}\"}}\n", i * 7919).as_bytes());
+        }
+        for level in [1, 6, 9, 1] {
+            for len in [0, 1, 100, 70_000, text.len()] {
+                let gz = gzip(&text[..len], level);
+                let mut back = Vec::new();
+                flate2::read::GzDecoder::new(&gz[..])
+                    .read_to_end(&mut back)
+                    .unwrap();
+                assert_eq!(back, &text[..len], "level {level}, {len} bytes");
+            }
+        }
+    }
 }
