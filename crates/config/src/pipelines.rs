@@ -30,9 +30,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::settings::{
-    apply_pipeline_key, flatten, logstash_only, non_empty, read_optional, unknown_key,
-    DlqOverrides, DlqSettings, PipelineOverrides, QueueOverrides, QueueSettings, Settings,
-    SettingsError, Val, SETTINGS_KEYS,
+    apply_pipeline_key, flatten, logstash_only, non_empty, read_optional, settings_keys,
+    unknown_key, DlqOverrides, DlqSettings, PipelineOverrides, QueueOverrides, QueueSettings,
+    Settings, SettingsError, Val, PIPELINE_SCOPED_KEYS,
 };
 use crate::yaml::{self, Kind, Node};
 
@@ -83,36 +83,23 @@ impl PipelineEntry {
     }
 }
 
-/// Keys accepted in a `pipelines.yml` entry.
-const PIPELINE_KEYS: &[&str] = &[
-    "pipeline.id",
-    "path.config",
-    "config.string",
-    "config.support_escapes",
-    "pipeline.workers",
-    "pipeline.batch.size",
-    "pipeline.batch.delay",
-    "pipeline.ordered",
-    "pipeline.ecs_compatibility",
-    "pipeline.unsafe_shutdown",
-    "queue.type",
-    "path.queue",
-    "queue.page_capacity",
-    "queue.max_events",
-    "queue.max_bytes",
-    "queue.checkpoint.acks",
-    "queue.checkpoint.writes",
-    "queue.checkpoint.retry",
-    "queue.checkpoint.interval",
-    "queue.compression",
-    "queue.drain",
-    "dead_letter_queue.enable",
-    "path.dead_letter_queue",
-    "dead_letter_queue.max_bytes",
-    "dead_letter_queue.storage_policy",
-    "dead_letter_queue.flush_interval",
-    "dead_letter_queue.retain.age",
-];
+/// Keys accepted in a `pipelines.yml` entry: its own, and those it may set as `sluice.yml`
+/// does.
+fn pipeline_keys() -> &'static [&'static str] {
+    static ALL: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        [
+            "pipeline.id",
+            "path.config",
+            "config.string",
+            "config.support_escapes",
+        ]
+        .iter()
+        .chain(PIPELINE_SCOPED_KEYS)
+        .copied()
+        .collect()
+    });
+    &ALL
+}
 
 /// Logstash accepts these per pipeline with a deprecation warning, and drops them.
 const DEPRECATED_PER_PIPELINE: &[&str] = &["config.reload.automatic", "config.reload.interval"];
@@ -248,7 +235,7 @@ fn pipeline<'a>(
                  in sluice.yml"
             ))),
             _ if entry.value.kind == Kind::Null && is_pipeline_prefix(key) => {}
-            _ if logstash_only(key).is_none() && SETTINGS_KEYS.contains(&key) => {
+            _ if logstash_only(key).is_none() && settings_keys().contains(&key) => {
                 return Err(SettingsError::new(
                     source_name,
                     entry.key_pos,
@@ -262,7 +249,7 @@ fn pipeline<'a>(
                 return Err(unknown_key(
                     source_name,
                     entry,
-                    PIPELINE_KEYS,
+                    pipeline_keys(),
                     "pipelines.yml",
                 ))
             }
@@ -287,7 +274,7 @@ fn pipeline<'a>(
 }
 
 fn is_pipeline_prefix(key: &str) -> bool {
-    PIPELINE_KEYS
+    pipeline_keys()
         .iter()
         .any(|k| k.len() > key.len() && k.starts_with(key) && k.as_bytes()[key.len()] == b'.')
 }

@@ -532,13 +532,18 @@ pub fn parse_settings_with(
                 );
                 *canonical
             }
-            None => match SETTINGS_KEYS.iter().find(|k| **k == key) {
+            None => match settings_keys().iter().find(|k| **k == key) {
                 Some(k) => *k,
                 None => {
                     if entry.value.kind == Kind::Null && is_key_prefix(key) {
                         continue; // e.g. `queue:` with every sub-key commented out
                     }
-                    return Err(unknown_key(source_name, entry, SETTINGS_KEYS, "sluice.yml"));
+                    return Err(unknown_key(
+                        source_name,
+                        entry,
+                        settings_keys(),
+                        "sluice.yml",
+                    ));
                 }
             },
         };
@@ -722,21 +727,9 @@ pub fn parse_port_range(text: &str) -> Result<PortRange, String> {
 // ---------------------------------------------------------------------------------------
 // Keys.
 
-/// Every key accepted in `sluice.yml` (aliases aside).
-pub(crate) const SETTINGS_KEYS: &[&str] = &[
-    "node.name",
-    "path.data",
-    "path.logs",
-    "path.config",
-    "config.string",
-    "config.support_escapes",
-    "config.reload.automatic",
-    "config.reload.interval",
-    "config.test_and_exit",
-    "log.level",
-    "log.format",
-    "allow_superuser",
-    "pipeline.id",
+/// Keys a pipeline may set for itself in `pipelines.yml` as well as in `sluice.yml` (those
+/// [`apply_pipeline_key`] handles).
+pub(crate) const PIPELINE_SCOPED_KEYS: &[&str] = &[
     "pipeline.workers",
     "pipeline.batch.size",
     "pipeline.batch.delay",
@@ -760,6 +753,23 @@ pub(crate) const SETTINGS_KEYS: &[&str] = &[
     "dead_letter_queue.storage_policy",
     "dead_letter_queue.flush_interval",
     "dead_letter_queue.retain.age",
+];
+
+/// Keys only `sluice.yml` takes (`pipeline.id` names the single pipeline there).
+const PROCESS_KEYS: &[&str] = &[
+    "node.name",
+    "path.data",
+    "path.logs",
+    "path.config",
+    "config.string",
+    "config.support_escapes",
+    "config.reload.automatic",
+    "config.reload.interval",
+    "config.test_and_exit",
+    "log.level",
+    "log.format",
+    "allow_superuser",
+    "pipeline.id",
     "api.enabled",
     "api.http.host",
     "api.http.port",
@@ -778,6 +788,18 @@ pub(crate) const SETTINGS_KEYS: &[&str] = &[
     "api.ssl.keystore.password",
     "api.ssl.supported_protocols",
 ];
+
+/// Every key accepted in `sluice.yml` (aliases aside).
+pub(crate) fn settings_keys() -> &'static [&'static str] {
+    static ALL: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        PROCESS_KEYS
+            .iter()
+            .chain(PIPELINE_SCOPED_KEYS)
+            .copied()
+            .collect()
+    });
+    &ALL
+}
 
 /// Deprecated names Logstash still accepted (until 9.0) → the current key.
 const ALIASES: &[(&str, &str)] = &[
@@ -857,7 +879,7 @@ pub(crate) fn logstash_only(key: &str) -> Option<&'static str> {
 fn is_key_prefix(key: &str) -> bool {
     let under =
         |k: &str| k.len() > key.len() && k.starts_with(key) && k.as_bytes()[key.len()] == b'.';
-    SETTINGS_KEYS.iter().any(|k| under(k)) || LOGSTASH_ONLY.iter().any(|(k, _)| under(k))
+    settings_keys().iter().any(|k| under(k)) || LOGSTASH_ONLY.iter().any(|(k, _)| under(k))
 }
 
 /// The error for a key that is not in `accepted`.
@@ -1375,7 +1397,7 @@ fn apply_setting(s: &mut Settings, key: &str, v: &Val<'_>) -> Result<(), Setting
         "api.ssl.supported_protocols" => {
             api.ssl_supported_protocols = v.string_list(TLS_PROTOCOLS)?
         }
-        _ => unreachable!("SETTINGS_KEYS lists a key that apply_setting does not handle: {key}"),
+        _ => unreachable!("settings_keys() lists a key that apply_setting does not handle: {key}"),
     }
     Ok(())
 }
@@ -1399,7 +1421,7 @@ mod tests {
     fn every_listed_key_is_handled() {
         // A null value leaves each setting unset, but goes through apply_setting's match,
         // which panics for a listed key it does not handle.
-        for key in SETTINGS_KEYS {
+        for key in settings_keys() {
             let text = format!("{key}: ~\n");
             let s = parse_settings_with("t", &text, &|_| None).unwrap();
             assert_eq!(s.node_name, None, "{key}");
