@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use run_support::{read_dead_letters, temp_dir, Run};
+use run_support::{read_dead_letters, read_dead_letters_with, temp_dir, Run};
 
 const GROK: &str =
     r#"grok { match => { "message" => "^ok %{NUMBER:n}$" } dlq_on_failure => true id => "parse" }"#;
@@ -227,4 +227,123 @@ fn dlq_entries_survive_a_sigkill_then_flipped_bytes_and_a_torn_tail() {
     for i in (N..N + 20).filter(|i| i % 2 == 1) {
         assert_eq!(seen.get(&format!("no {i}")), Some(&1), "no {i}");
     }
+}
+
+/// Runs a pipeline whose grok sends `n` events `message` to the DLQ under `data`.
+fn dead_letter(dir: &Path, message: &str, n: u32) {
+    let config = format!(
+        r#"input {{ generator {{ lines => ["{message}"] count => {n} }} }}
+           filter {{ {GROK} }}
+           output {{ null {{}} }}"#
+    );
+    let yml = format!(
+        "path.data: {}\ndead_letter_queue.enable: true\n",
+        dir.join("data").display()
+    );
+    let mut r = Run::start(dir, &yml, &[], &config, Stdio::null(), Stdio::null());
+    let status = r.exit(60);
+    assert!(status.success(), "{status}:\n{}", r.log());
+}
+
+fn segment_numbers(dir: &Path) -> Vec<u64> {
+    let mut n: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_prefix("segment.")?.parse().ok()
+        })
+        .collect();
+    n.sort_unstable();
+    n
+}
+
+#[test]
+fn the_input_resumes_where_it_stopped_cleans_consumed_segments_and_starts_at_a_time() {
+    let dir = temp_dir("dlq", "input");
+    let dlq = dir.join("data/dead_letter_queue");
+    dead_letter(&dir, "no 1", 5);
+    dead_letter(&dir, "no 2", 3);
+    assert_eq!(segment_numbers(&dlq.join("main")), [1, 2]);
+
+    // Offsets committed (the default) and consumed segments cleaned.
+    let reader = dir.join("reader");
+    let options = "clean_consumed => true";
+    let got = read_dead_letters_with(&reader, &dlq, options, 8, 60);
+    assert_eq!(
+        messages(&got),
+        BTreeMap::from([("no 1".to_owned(), 5), ("no 2".to_owned(), 3)])
+    );
+    assert_eq!(segment_numbers(&dlq.join("main")), [2]);
+
+    std::thread::sleep(Duration::from_millis(20));
+    let between = sluice_event_time_now();
+    std::thread::sleep(Duration::from_millis(20));
+    dead_letter(&dir, "no 3", 2);
+    // The same reader goes on after what it read.
+    let got = read_dead_letters_with(&reader, &dlq, options, 2, 60);
+    assert_eq!(messages(&got), BTreeMap::from([("no 3".to_owned(), 2)]));
+
+    // Another reader, from a time: the older entries still there are skipped.
+    let options = format!(r#"commit_offsets => false start_timestamp => "{between}""#);
+    let got = read_dead_letters_with(&dir.join("reader2"), &dlq, &options, 2, 60);
+    assert_eq!(messages(&got), BTreeMap::from([("no 3".to_owned(), 2)]));
+}
+
+/// Now as ISO-8601 UTC with milliseconds (what `start_timestamp` takes).
+fn sluice_event_time_now() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let out = std::process::Command::new("date")
+        .args([
+            "-u",
+            "-d",
+            &format!("@{}.{:03}", ms / 1000, ms % 1000),
+            "+%Y-%m-%dT%H:%M:%S.%3NZ",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn a_full_dlq_drops_and_counts_what_it_refuses() {
+    let dir = api_support::temp_dir("dlq-full");
+    let config = format!(
+        r#"input {{ generator {{ lines => ["no 1"] count => 200 }} stdin {{}} }}
+           filter {{ {GROK} }}
+           output {{ null {{}} }}"#
+    );
+    let s = api_support::Sluice::start(
+        &dir,
+        "dead_letter_queue.enable: true\ndead_letter_queue.max_bytes: 8kb\n",
+        "",
+        &["-e", &config],
+    );
+    let stats = s.wait_for(60, "every failure routed or dropped", |v| {
+        let p = &v["pipelines"]["main"];
+        let routed = p["plugins"]["filters"][0]["dlq_routed"]
+            .as_u64()
+            .unwrap_or(0);
+        let dropped = p["dead_letter_queue"]["dropped_events"]
+            .as_u64()
+            .unwrap_or(0);
+        routed + dropped == 200
+    });
+    let dlq = &stats["pipelines"]["main"]["dead_letter_queue"];
+    let dropped = dlq["dropped_events"].as_u64().unwrap();
+    assert!(dropped > 0 && dropped < 200, "{dlq}");
+    assert!(
+        dlq["queue_size_in_bytes"].as_u64().unwrap() <= 8192,
+        "{dlq}"
+    );
+    assert!(
+        dlq["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("reached its max size of 8192 bytes"),
+        "{dlq}"
+    );
+    s.stop();
 }

@@ -148,17 +148,31 @@ pub fn read_dead_letters(
 ) -> Vec<serde_json::Value> {
     let dir = dlq_root.with_extension(format!("reader-{pipeline_id}"));
     let _ = std::fs::remove_dir_all(&dir);
+    let options = format!(r#"pipeline_id => "{pipeline_id}" commit_offsets => false"#);
+    read_dead_letters_with(&dir, dlq_root, &options, expected, secs)
+}
+
+/// [`read_dead_letters`] with the input's other `options`, run in `dir` (its `path.data` is
+/// `<dir>/data`, where the input keeps its position between calls).
+pub fn read_dead_letters_with(
+    dir: &Path,
+    dlq_root: &Path,
+    options: &str,
+    expected: usize,
+    secs: u64,
+) -> Vec<serde_json::Value> {
     std::fs::create_dir_all(dir.join("settings")).unwrap();
     let out = dir.join("out.json");
+    let _ = std::fs::remove_file(&out);
     let config = format!(
-        r#"input {{ dead_letter_queue {{ path => "{}" pipeline_id => "{pipeline_id}" commit_offsets => false }} }}
+        r#"input {{ dead_letter_queue {{ path => "{}" {options} }} }}
            filter {{ mutate {{ copy => {{ "[@metadata][dead_letter_queue]" => "dlq" }} }} }}
            output {{ file {{ path => "{}" }} }}"#,
         dlq_root.display(),
         out.display()
     );
     let yml = format!("path.data: {}\n", dir.join("data").display());
-    let mut r = Run::start(&dir, &yml, &[], &config, Stdio::null(), Stdio::null());
+    let mut r = Run::start(dir, &yml, &[], &config, Stdio::null(), Stdio::null());
     let lines = || {
         std::fs::read_to_string(&out)
             .unwrap_or_default()

@@ -301,7 +301,7 @@ impl DlqWriter {
                 b.extend_from_slice(e);
             });
         }
-        let size = st.batch.bytes() as u64;
+        let mut size = st.batch.bytes() as u64;
         if st.total + size > self.config.max_bytes {
             // A reader with `clean_consumed` may have deleted segments meanwhile.
             self.forget_removed(st)?;
@@ -320,16 +320,33 @@ impl DlqWriter {
                 }
             }
             if st.total + size > self.config.max_bytes {
+                // The entries that still fit go in (a new segment's header counted); the
+                // rest are refused, as Logstash refuses entry by entry.
+                let header = if st.head.is_none() {
+                    SEGMENT_HEADER_LEN
+                } else {
+                    0
+                };
+                let mut room = (self.config.max_bytes).saturating_sub(st.total + header);
+                let mut keep = 0;
+                while keep < st.batch.len() && st.batch.record_size(keep) as u64 <= room {
+                    room -= st.batch.record_size(keep) as u64;
+                    keep += 1;
+                }
                 self.stats
                     .dropped_events
-                    .fetch_add(entries.len() as u64, Ordering::Relaxed);
+                    .fetch_add((entries.len() - keep) as u64, Ordering::Relaxed);
                 self.set_error(format!(
                     "cannot write event to the dead letter queue ({}): it reached its max size of {} bytes",
                     self.storage.describe(),
                     self.config.max_bytes
                 ));
-                self.stats.size_bytes.store(st.total, Ordering::Relaxed);
-                return Ok(0);
+                if keep == 0 {
+                    self.stats.size_bytes.store(st.total, Ordering::Relaxed);
+                    return Ok(0);
+                }
+                st.batch.truncate(keep);
+                size = st.batch.bytes() as u64;
             }
         }
         let head_full = st.segments.back().is_some_and(|s| {
