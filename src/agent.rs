@@ -175,16 +175,44 @@ pub fn refers_to_replay_ids(config: &Config) -> bool {
         statements.iter().any(|st| match st {
             Statement::Plugin(p) => p.attributes.iter().any(|a| value(&a.value)),
             Statement::If(i) => {
-                i.branches.iter().any(|b| body(&b.body)) || i.else_body.as_deref().is_some_and(body)
+                // A condition's field references show in its debug form.
+                i.branches.iter().any(|b| {
+                    format!("{:?}", b.condition).contains("replay_safe_id") || body(&b.body)
+                }) || i.else_body.as_deref().is_some_and(body)
             }
         })
     }
     config.sections.iter().any(|s| body(&s.body))
 }
 
+/// The pipelines that stamp replay-safe ids: those in `refers` (their config mentions the
+/// field) and every pipeline upstream of one of them, so that an event keeps the id of the
+/// first queue it went through (an upstream replay then repeats it downstream too).
+pub fn replay_id_pipelines(
+    refers: &BTreeSet<String>,
+    links: &BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+) -> BTreeSet<String> {
+    let mut on = refers.clone();
+    loop {
+        let upstream: Vec<String> = (links.iter())
+            .filter(|(id, (_, send))| {
+                !on.contains(*id)
+                    && (on.iter()).any(|d| links.get(d).is_some_and(|(a, _)| !a.is_disjoint(send)))
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        if upstream.is_empty() {
+            return on;
+        }
+        on.extend(upstream);
+    }
+}
+
 struct Entry {
     fingerprint: u64,
     running: RunningPipeline,
+    /// Its queue stamps replay-safe ids.
+    replay_ids: bool,
     addresses: BTreeSet<String>,
     send_to: BTreeSet<String>,
 }
@@ -353,18 +381,22 @@ impl Agent {
     pub fn start_all(&mut self, specs: Vec<Spec>) -> Result<(), String> {
         let mut built = Vec::new();
         let mut all_links = BTreeMap::new();
+        let mut refers = BTreeSet::new();
         for spec in specs {
             // Errors name the file (or the pipeline, for config.string), line and column.
             let loaded = spec.load()?;
             let compiled = graph::compile(&loaded.config, &self.registry_for(&spec))
                 .map_err(|e| e.to_string())?;
             all_links.insert(spec.id.clone(), links(&loaded.config));
-            let mut spec = spec;
-            spec.settings.replay_safe_ids = refers_to_replay_ids(&loaded.config);
+            if refers_to_replay_ids(&loaded.config) {
+                refers.insert(spec.id.clone());
+            }
             built.push((spec, loaded.fingerprint, compiled));
         }
         check_cycles(&all_links)?;
-        for (spec, fingerprint, compiled) in built {
+        let stamping = replay_id_pipelines(&refers, &all_links);
+        for (mut spec, fingerprint, compiled) in built {
+            spec.settings.replay_safe_ids = stamping.contains(&spec.id);
             let (addresses, send_to) = all_links.remove(&spec.id).unwrap_or_default();
             self.launch(spec, fingerprint, compiled, addresses, send_to)?;
         }
@@ -405,6 +437,7 @@ impl Agent {
             Entry {
                 fingerprint,
                 running,
+                replay_ids: spec.settings.replay_safe_ids,
                 addresses,
                 send_to,
             },
@@ -531,7 +564,21 @@ impl Agent {
             };
             let (addresses, send_to) = links(&loaded.config);
             let mut spec = spec;
-            spec.settings.replay_safe_ids = refers_to_replay_ids(&loaded.config);
+            // Stamped when it refers to them, or when a running pipeline it sends to does.
+            spec.settings.replay_safe_ids = refers_to_replay_ids(&loaded.config)
+                || (self.pipelines.iter())
+                    .any(|(k, e)| *k != id && e.replay_ids && !e.addresses.is_disjoint(&send_to));
+            if spec.settings.replay_safe_ids {
+                let unstamped: Vec<&String> = (self.pipelines.iter())
+                    .filter(|(k, e)| {
+                        **k != id && !e.replay_ids && !e.send_to.is_disjoint(&addresses)
+                    })
+                    .map(|(k, _)| k)
+                    .collect();
+                if !unstamped.is_empty() {
+                    tracing::warn!(pipeline = %id, "pipelines {unstamped:?} send to this one but give no replay-safe ids: restart them so that their events keep ids across their own replays");
+                }
+            }
             let mut all: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = self
                 .pipelines
                 .iter()

@@ -1,6 +1,5 @@
 //! The node (this process): its identity, and what the OS tells about it (`/proc`, `statvfs`).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
@@ -37,24 +36,7 @@ impl NodeIdentity {
 /// A random (version 4) UUID.
 pub fn random_uuid() -> String {
     let mut b = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .is_ok();
-    if !ok {
-        // No /dev/urandom: time, pid and a counter, mixed.
-        use std::hash::{BuildHasher, Hasher};
-        for (i, chunk) in b.chunks_mut(8).enumerate() {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(
-                SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos()),
-            );
-            h.write_u32(std::process::id());
-            h.write_usize(i);
-            chunk.copy_from_slice(&h.finish().to_le_bytes());
-        }
-    }
+    sluice_pipeline::random_bytes(&mut b);
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();

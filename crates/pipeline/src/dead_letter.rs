@@ -158,9 +158,10 @@ impl DeadLetterQueue {
     }
 
     /// Writes events with their reasons, for plugin `plugin_type`/`plugin_id`. Returns how
-    /// many were written; the others were refused by the storage policy (counted in the
-    /// stats), came from a dead letter queue already, or met an I/O error (logged, and
-    /// `last_error` says it), as in Logstash, where the DLQ never holds a pipeline up.
+    /// many were written. The others are dropped, as in Logstash, where the DLQ never holds a
+    /// pipeline up: refused by the storage policy, read from a dead letter queue already, or
+    /// met by an I/O error; all are logged and counted in `dropped_events` (`last_error` says
+    /// why).
     pub fn write(&self, plugin_type: &str, plugin_id: &str, items: &[(&Event, &str)]) -> usize {
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut *scratch;
@@ -175,7 +176,12 @@ impl DeadLetterQueue {
             encode_entry(plugin_type, plugin_id, reason, event, &mut s.bytes);
             s.ends.push(s.bytes.len());
         }
+        let dropped = |n: usize| {
+            (self.writer.stats().dropped_events)
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        };
         if skipped > 0 {
+            dropped(skipped);
             tracing::warn!(pipeline = %self.pipeline, plugin = %plugin_id, events = skipped, "event(s) previously submitted to the dead letter queue: not written again");
         }
         let mut start = 0;
@@ -206,6 +212,10 @@ impl DeadLetterQueue {
                 n
             }
             Err(e) => {
+                dropped(entries.len());
+                if let Ok(mut last) = self.writer.stats().last_error.lock() {
+                    *last = Some(format!("writing the dead letter queue: {e}"));
+                }
                 log.failed(&e, "the event(s) are dropped");
                 0
             }

@@ -176,9 +176,9 @@ pub struct FilterChain {
     emitted: Vec<Event>,
     /// Filters' dead letters of the last batch, on their way to the DLQ. Reused.
     dead_letters: Vec<(Event, String)>,
-    /// `[@metadata][replay_safe_id]`, when events carry one: events a filter creates get an
-    /// id derived from their parent's.
-    replay_ids: Option<sluice_event::FieldRef>,
+    /// `[@metadata][replay_safe_id]` and the pipeline's id, when events carry one: events a
+    /// filter creates get an id derived from their parent's.
+    replay_ids: Option<(sluice_event::FieldRef, String)>,
     metrics: Arc<PipelineMetrics>,
     worker: usize,
 }
@@ -212,13 +212,13 @@ impl FilterChain {
     }
 
     /// Events carry replay-safe ids (see [`crate::queue::ReplayIds`]): the `k`-th event
-    /// filter `i` creates from an event of id `P` gets id `P.i.k` (1-based), the same at every
-    /// replay, and different from every other event's, however many filters create events.
-    pub fn derive_replay_ids(&mut self) {
-        self.replay_ids = Some(
-            sluice_event::FieldRef::parse(crate::queue::REPLAY_SAFE_ID_FIELD)
-                .expect("a valid field reference"),
-        );
+    /// filter `i` of pipeline `pipeline` creates from an event of id `P` gets id
+    /// `P:pipeline:i.k` (1-based), the same at every replay, and different from every other
+    /// event's, however many filters of however many pipelines create events.
+    pub fn derive_replay_ids(&mut self, pipeline: &str) {
+        let field = sluice_event::FieldRef::parse(crate::queue::REPLAY_SAFE_ID_FIELD)
+            .expect("a valid field reference");
+        self.replay_ids = Some((field, pipeline.to_owned()));
     }
 
     /// Runs a batch through the filters. Dropped events stay in place, cancelled.
@@ -295,8 +295,8 @@ impl FilterChain {
                     common.apply(n);
                 }
             }
-            if let (Some(field), true) = (&self.replay_ids, emitted.len() > first_new) {
-                derive_ids(field, e, &mut emitted[first_new..], i);
+            if let (Some((field, pipeline)), true) = (&self.replay_ids, emitted.len() > first_new) {
+                derive_ids(field, pipeline, e, &mut emitted[first_new..], i);
             }
             kept += u64::from(!e.is_cancelled());
         }
@@ -363,9 +363,11 @@ impl FilterChain {
     }
 }
 
-/// Gives `children`, created by filter `filter` from `parent`, ids derived from the parent's.
+/// Gives `children`, created by filter `filter` of `pipeline` from `parent`, ids derived from
+/// the parent's.
 fn derive_ids(
     field: &sluice_event::FieldRef,
+    pipeline: &str,
     parent: &Event,
     children: &mut [Event],
     filter: usize,
@@ -375,7 +377,7 @@ fn derive_ids(
     };
     let id = id.to_string();
     for (k, child) in children.iter_mut().enumerate() {
-        let derived = format!("{id}.{filter}.{}", k + 1);
+        let derived = format!("{id}:{pipeline}:{filter}.{}", k + 1);
         child.set(field, sluice_event::Value::String(derived.into()));
     }
 }
@@ -401,5 +403,53 @@ fn route_one<'e>(nodes: &[Node], e: &'e Event, per_output: &mut [Vec<&'e Event>]
                 None => route_one(otherwise, e, per_output),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_event::{FieldRef, Value};
+
+    /// Emits one copy of every event.
+    #[derive(Clone)]
+    struct Copy;
+
+    impl Filter for Copy {
+        fn filter(&mut self, event: &mut Event, emit: &mut Vec<Event>) -> bool {
+            emit.push(event.clone());
+            true
+        }
+        fn clone_box(&self) -> Box<dyn Filter> {
+            Box::new(Copy)
+        }
+    }
+
+    #[test]
+    fn events_filters_create_get_ids_derived_from_their_parents() {
+        let filters: Vec<(Box<dyn Filter>, Arc<FilterCommon>)> = (0..2)
+            .map(|_| (Box::new(Copy) as Box<dyn Filter>, Arc::default()))
+            .collect();
+        let tree = Arc::new(vec![Node::Plugin(0), Node::Plugin(1)]);
+        let mut chain = FilterChain::new(filters, tree);
+        chain.derive_replay_ids("main");
+        let field = FieldRef::parse(crate::queue::REPLAY_SAFE_ID_FIELD).unwrap();
+        let mut e = Event::new();
+        e.set(&field, Value::String("Q-5".into()));
+        let mut events = vec![e];
+        chain.run(&mut events);
+        let ids: Vec<&str> = events
+            .iter()
+            .map(|e| e.get(&field).and_then(Value::as_str).unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "Q-5",
+                "Q-5:main:0.1",
+                "Q-5:main:1.1",
+                "Q-5:main:0.1:main:1.1"
+            ]
+        );
     }
 }

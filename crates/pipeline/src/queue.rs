@@ -122,7 +122,7 @@ impl ReplayIds {
 
     /// With a random id, for a memory queue.
     pub fn random() -> ReplayIds {
-        ReplayIds::new(format!("{:016x}", random_u64()))
+        ReplayIds::new(format!("{:016x}", crate::random_u64()))
     }
 
     /// With the id kept in `<dir>/queue_id` (made when missing), for a persisted queue.
@@ -136,19 +136,15 @@ impl ReplayIds {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     format!(
-                        "{} does not hold a queue id (16 hex digits); it names the ids of                          replay_safe_id: restore it, or remove it to start new ids",
+                        "{} does not hold a queue id (16 hex digits); it names the ids of \
+                         replay_safe_id: restore it, or remove it to start new ids",
                         path.display()
                     ),
                 ))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let id = format!("{:016x}", random_u64());
-                let tmp = dir.join("queue_id.tmp");
-                let mut f = std::fs::File::create(&tmp)?;
-                std::io::Write::write_all(&mut f, format!("{id}\n").as_bytes())?;
-                f.sync_all()?;
-                std::fs::rename(&tmp, &path)?;
-                std::fs::File::open(dir)?.sync_all()?;
+                let id = format!("{:016x}", crate::random_u64());
+                crate::replace_file(&path, format!("{id}\n").as_bytes())?;
                 id
             }
             Err(e) => return Err(e),
@@ -171,18 +167,6 @@ impl ReplayIds {
             self.stamp(e, first + i as u64);
         }
     }
-}
-
-/// 64 random bits, from the standard library's randomly seeded hasher.
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
 }
 
 /// Threads that push into several memory queues get one number for all of them.

@@ -127,7 +127,7 @@ pub fn start(
     for w in 0..settings.workers.max(1) {
         let mut chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
         if settings.replay_safe_ids {
-            chain.derive_replay_ids();
+            chain.derive_replay_ids(&settings.id);
         }
         let shared = Arc::clone(&shared);
         workers.push(

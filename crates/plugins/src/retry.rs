@@ -86,18 +86,7 @@ impl Backoff {
 
 pub use sluice_pipeline::plugin::sleep_unless;
 
-/// A small random number (for shuffling hosts and naming consumers), without a crate.
-pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    h.finish()
-}
+pub use sluice_pipeline::random_u64;
 
 #[cfg(test)]
 mod tests {

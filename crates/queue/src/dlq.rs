@@ -241,7 +241,10 @@ impl DlqWriter {
             .unwrap_or_else(|e| e.into_inner()) = Some(message);
     }
 
-    /// Deletes the oldest segment that is not the head; its records count as `lost_to`.
+    /// Deletes the oldest segment that is not the head; its records count as `lost_to`. When
+    /// that was the last segment, an empty head takes its place at once: the directory never
+    /// ends up empty, so that a writer opened later goes on with the next segment number and
+    /// sequence, and a reader's saved position never points into a reused number.
     fn remove_oldest(&self, st: &mut State, lost_to: &AtomicU64) -> io::Result<bool> {
         let sealed = st.segments.len() - usize::from(st.head.is_some());
         if sealed == 0 {
@@ -253,6 +256,9 @@ impl DlqWriter {
         self.storage.remove(&segment_name(seg.num))?;
         st.total -= seg.bytes;
         lost_to.fetch_add(seg.records, Ordering::Relaxed);
+        if st.segments.is_empty() {
+            self.start_segment(st, now_millis())?;
+        }
         Ok(true)
     }
 
@@ -262,16 +268,54 @@ impl DlqWriter {
             return Ok(());
         };
         let limit = now.saturating_sub(age.as_millis() as u64);
-        while st
-            .segments
-            .front()
-            .is_some_and(|s| s.newest < limit && (st.head.is_none() || st.segments.len() > 1))
-        {
+        let due = |st: &State| {
+            st.segments
+                .front()
+                .is_some_and(|s| s.newest < limit && (st.head.is_none() || st.segments.len() > 1))
+        };
+        if due(st) {
+            // Not the segments a reader with `clean_consumed` has deleted already: those
+            // are not expired entries.
+            self.forget_removed(st)?;
+        }
+        while due(st) {
             if !self.remove_oldest(st, &self.stats.expired_events)? {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// Seals the head (if any) and starts a new, empty one.
+    fn start_segment(&self, st: &mut State, now: u64) -> io::Result<()> {
+        self.seal(st)?;
+        let num = st.next_num;
+        let header = encode_header(num, st.next_seq);
+        let file = create_with_header(self.storage.as_ref(), &segment_name(num), &header)?;
+        st.next_num += 1;
+        st.total += SEGMENT_HEADER_LEN;
+        st.segments.push_back(Segment {
+            num,
+            bytes: SEGMENT_HEADER_LEN,
+            records: 0,
+            newest: now,
+        });
+        st.head = Some(file);
+        self.stats.size_bytes.store(st.total, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether the head holds entries (an empty one is not worth sealing).
+    fn head_has_records(st: &State) -> bool {
+        st.head.is_some() && st.segments.back().is_some_and(|s| s.records > 0)
+    }
+
+    /// Whether writing `size` more bytes needs a new segment.
+    fn needs_segment(&self, st: &State, size: u64) -> bool {
+        st.head.is_none()
+            || st.segments.back().is_some_and(|s| {
+                s.bytes > SEGMENT_HEADER_LEN && s.bytes + size > self.config.segment_bytes
+            })
     }
 
     fn seal(&self, st: &mut State) -> io::Result<()> {
@@ -302,16 +346,24 @@ impl DlqWriter {
             });
         }
         let mut size = st.batch.bytes() as u64;
-        if st.total + size > self.config.max_bytes {
+        // What writing `size` bytes takes, a new segment's header included.
+        let need = |w: &DlqWriter, st: &State, size: u64| {
+            size + if w.needs_segment(st, size) {
+                SEGMENT_HEADER_LEN
+            } else {
+                0
+            }
+        };
+        if st.total + need(self, st, size) > self.config.max_bytes {
             // A reader with `clean_consumed` may have deleted segments meanwhile.
             self.forget_removed(st)?;
         }
-        if st.total + size > self.config.max_bytes {
+        if st.total + need(self, st, size) > self.config.max_bytes {
             if self.config.policy == StoragePolicy::DropOlder {
-                while st.total + size > self.config.max_bytes {
+                while st.total + need(self, st, size) > self.config.max_bytes {
                     if !self.remove_oldest(st, &self.stats.dropped_events)? {
                         // Only the head is left: seal it so that it can go too.
-                        if st.head.is_some() {
+                        if Self::head_has_records(st) {
                             self.seal(st)?;
                             continue;
                         }
@@ -319,14 +371,10 @@ impl DlqWriter {
                     }
                 }
             }
-            if st.total + size > self.config.max_bytes {
+            if st.total + need(self, st, size) > self.config.max_bytes {
                 // The entries that still fit go in (a new segment's header counted); the
                 // rest are refused, as Logstash refuses entry by entry.
-                let header = if st.head.is_none() {
-                    SEGMENT_HEADER_LEN
-                } else {
-                    0
-                };
+                let header = need(self, st, size) - size;
                 let mut room = (self.config.max_bytes).saturating_sub(st.total + header);
                 let mut keep = 0;
                 while keep < st.batch.len() && st.batch.record_size(keep) as u64 <= room {
@@ -349,25 +397,8 @@ impl DlqWriter {
                 size = st.batch.bytes() as u64;
             }
         }
-        let head_full = st.segments.back().is_some_and(|s| {
-            st.head.is_some()
-                && s.bytes > SEGMENT_HEADER_LEN
-                && s.bytes + size > self.config.segment_bytes
-        });
-        if st.head.is_none() || head_full {
-            self.seal(st)?;
-            let num = st.next_num;
-            let header = encode_header(num, st.next_seq);
-            let file = create_with_header(self.storage.as_ref(), &segment_name(num), &header)?;
-            st.next_num += 1;
-            st.total += SEGMENT_HEADER_LEN;
-            st.segments.push_back(Segment {
-                num,
-                bytes: SEGMENT_HEADER_LEN,
-                records: 0,
-                newest: now,
-            });
-            st.head = Some(file);
+        if self.needs_segment(st, size) {
+            self.start_segment(st, now)?;
         }
         let n = st.batch.len();
         let first = st.next_seq;
@@ -430,7 +461,7 @@ impl DlqWriter {
     pub fn flush(&self) -> io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         self.forget_removed(&mut st)?;
-        if st.head.is_some() && st.last_write.elapsed() >= self.config.flush_interval {
+        if Self::head_has_records(&st) && st.last_write.elapsed() >= self.config.flush_interval {
             self.seal(&mut st)?;
         }
         self.expire(&mut st, now_millis())?;
@@ -564,11 +595,15 @@ impl DlqReader {
                 break;
             }
             // At the end of this segment: move on only if the writer has started a later one
-            // (then this one gets no more records).
+            // (then this one gets no more records), and once what it wrote here before that
+            // (after `len` was taken) is read too.
             let later = list_segments(self.storage.as_ref())?
                 .into_iter()
                 .any(|n| n > self.pos.segment);
-            if !later {
+            if !later || file.len()? > len {
+                if later {
+                    continue;
+                }
                 break;
             }
             self.file = None;
@@ -770,13 +805,28 @@ mod tests {
         w.flush().unwrap();
         assert_eq!(w.stats().expired_events.load(Ordering::Relaxed), 0);
         std::thread::sleep(Duration::from_millis(50));
+        let mut reader = DlqReader::open(fs(&d), None);
+        assert_eq!(payloads(&reader.read(10).unwrap()), ["a", "b"]);
         w.flush().unwrap();
         assert_eq!(w.stats().expired_events.load(Ordering::Relaxed), 2);
-        assert_eq!(w.stats().size_bytes.load(Ordering::Relaxed), 0);
+        // An empty head is left: the directory is never empty.
+        assert_eq!(
+            w.stats().size_bytes.load(Ordering::Relaxed),
+            SEGMENT_HEADER_LEN
+        );
+        assert_eq!(list_segments(&*fs(&d)).unwrap(), [2]);
         assert!(DlqReader::open(fs(&d), None).read(10).unwrap().is_empty());
-        // Writing goes on in a new segment.
+        // Writing goes on in it, and after a restart in the next segment, with the next
+        // sequence: a reader's saved position stays good.
         w.write(&[b"c"]).unwrap();
         let got = DlqReader::open(fs(&d), None).read(10).unwrap();
         assert_eq!(payloads(&got), ["c"]);
+        drop(w);
+        let w = DlqWriter::open(fs(&d), DlqConfig::default()).unwrap();
+        w.write(&[b"d"]).unwrap();
+        assert_eq!(list_segments(&*fs(&d)).unwrap(), [2, 3]);
+        let got = reader.read(10).unwrap();
+        assert_eq!(payloads(&got), ["c", "d"]);
+        assert_eq!(got[0].seq, 2);
     }
 }

@@ -5,7 +5,8 @@
 //! DLQ: `<path>/<pipeline_id>`, default `main`), `commit_offsets` (default true: remember
 //! where reading stopped, in `sincedb_path`), `sincedb_path` (default
 //! `<path.data>/plugins/inputs/dead_letter_queue/<pipeline_id>/.sincedb_<hash of path>`),
-//! `start_timestamp` (ISO-8601: skip older entries when there is no saved position) and
+//! `start_timestamp` (ISO-8601: read from the first entry at or after it; as in Logstash this
+//! wins over a saved position) and
 //! `clean_consumed` (delete segments once read past them; needs `commit_offsets`).
 //!
 //! Each entry becomes its original event (its `@metadata` included) with
@@ -117,15 +118,8 @@ fn load_position(path: &Path) -> Result<Option<Position>, String> {
 }
 
 fn save_position(path: &Path, p: Position) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("tmp");
-    std::fs::write(
-        &tmp,
-        format!("{SINCEDB_HEADER}\n{} {} {}\n", p.segment, p.offset, p.seq),
-    )?;
-    std::fs::rename(&tmp, path)
+    let text = format!("{SINCEDB_HEADER}\n{} {} {}\n", p.segment, p.offset, p.seq);
+    sluice_pipeline::replace_file(path, text.as_bytes())
 }
 
 impl DeadLetterQueueInput {
@@ -147,11 +141,15 @@ impl DeadLetterQueueInput {
 
 impl Input for DeadLetterQueueInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        let saved = match &self.sincedb {
-            Some(p) => load_position(p)?,
-            None => None,
+        // As Logstash: a start_timestamp wins over the saved position.
+        let saved = match (&self.sincedb, self.start) {
+            (Some(p), None) => load_position(p)?,
+            _ => None,
         };
-        let mut skipping = if saved.is_none() { self.start } else { None };
+        let mut skipping = self.start;
+        if !self.dir.is_dir() {
+            tracing::warn!(dir = %self.dir.display(), "dead_letter_queue input: the dead letter queue does not exist (yet); check path and pipeline_id. Waiting for entries");
+        }
         let mut reader = DeadLetterReader::open(&self.dir, saved)
             .map_err(|e| format!("cannot open {}: {e}", self.dir.display()))?;
         let outage = crate::retry::Outage::new("dead_letter_queue input", "dead letter queue");

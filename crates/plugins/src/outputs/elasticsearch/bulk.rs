@@ -397,3 +397,30 @@ impl BulkResponse {
         self.items.iter().map(|m| m.values().next())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_responses_are_read_item_by_item_only_with_errors() {
+        let ok =
+            br#"{"errors":false,"items":[{"index":{"status":201}},{"create":{"status":201}}]}"#;
+        let r = BulkResponse::parse(ok).unwrap();
+        assert!(!r.errors);
+        assert!(r.items.is_empty());
+
+        let mixed = br#"{"errors":true,"items":[{"index":{"status":201}},{"index":{"status":400,"error":{"type":"mapper_parsing_exception","reason":"bad"}}},{"delete":{"status":429}}]}"#;
+        let r = BulkResponse::parse(mixed).unwrap();
+        let items: Vec<(u16, &str)> = r
+            .results()
+            .map(|i| i.map(|i| (i.status, i.error_type())).unwrap())
+            .collect();
+        assert_eq!(
+            items,
+            [(201, ""), (400, "mapper_parsing_exception"), (429, "")]
+        );
+        assert!(BulkResponse::parse(br#"{"errors":true,"items":[{"index":{}}]}"#).is_err());
+        assert!(BulkResponse::parse(b"<html>").is_err());
+    }
+}
