@@ -159,38 +159,41 @@ fn a_mapping_conflict_is_an_event_error_not_retried() {
 /// which are retried until every event is in.
 #[test]
 fn too_many_requests_are_retried_not_dropped() {
-    let Some(node) = PrivateNode::start(
-        Kind::Elasticsearch,
-        "429",
-        &["thread_pool.write.size=1", "thread_pool.write.queue_size=1"],
-    ) else {
-        return;
-    };
-    let index = "sluice-429";
-    let dir = temp_dir("es", index);
-    let config = format!(
-        r#"input {{ generator {{ count => 20000 message => "x" }} }}
-           output {{ elasticsearch {{ hosts => ["{}"] index => "{index}" retry_initial_interval => 0.05 retry_max_interval => 0.2 }} }}"#,
-        node.url
-    );
-    run_to_end(
-        &dir,
-        "pipeline.workers: 4\npipeline.batch.size: 50\n",
-        &config,
-        600,
-    );
-    assert_eq!(count(&node.url, index), 20_000);
-    let (_, stats) = get(&format!("{}/_nodes/stats/thread_pool", node.url)).unwrap();
-    let rejected: u64 = stats["nodes"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|n| n["thread_pool"]["write"]["rejected"].as_u64().unwrap_or(0))
-        .sum();
-    assert!(
-        rejected > 0,
-        "the node rejected nothing, so nothing was retried: {stats}"
-    );
+    for kind in [Kind::Elasticsearch, Kind::OpenSearch] {
+        let Some(node) = PrivateNode::start(
+            kind,
+            &format!("429-{}", kind.plugin()),
+            &["thread_pool.write.size=1", "thread_pool.write.queue_size=1"],
+        ) else {
+            continue;
+        };
+        let index = "sluice-429";
+        let dir = temp_dir("es", &format!("429-{}", kind.plugin()));
+        let config = format!(
+            r#"input {{ generator {{ count => 20000 message => "x" }} }}
+               output {{ {} {{ hosts => ["{}"] index => "{index}" retry_initial_interval => 0.05 retry_max_interval => 0.2 }} }}"#,
+            kind.plugin(),
+            node.url
+        );
+        run_to_end(
+            &dir,
+            "pipeline.workers: 4\npipeline.batch.size: 50\n",
+            &config,
+            600,
+        );
+        assert_eq!(count(&node.url, index), 20_000, "{kind:?}");
+        let (_, stats) = get(&format!("{}/_nodes/stats/thread_pool", node.url)).unwrap();
+        let rejected: u64 = stats["nodes"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n["thread_pool"]["write"]["rejected"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(
+            rejected > 0,
+            "{kind:?}: the node rejected nothing, so nothing was retried: {stats}"
+        );
+    }
 }
 
 /// The node is killed while events flow and comes back on the same port: every event is
@@ -256,41 +259,40 @@ fn a_node_stopped_mid_stream_and_restarted_loses_nothing() {
 }
 
 /// With the persisted queue, events queued while the node is down survive a SIGKILL of
-/// sluice and reach the node after the restart.
+/// sluice and reach the node after the restart, once each (replay-safe ids).
 #[test]
 fn queued_events_survive_a_sigkill_while_the_node_is_down() {
-    let Some(mut node) = PrivateNode::start(Kind::Elasticsearch, "pq", &[]) else {
-        return;
-    };
-    let index = "sluice-pq";
-    let dir = temp_dir("es", "pq-kill");
-    let yml = format!(
-        "queue.type: persisted\npath.data: {}\nqueue.drain: true\n",
-        dir.join("data").display()
-    );
-    node.kill();
-    let total = 5_000;
-    let config = format!(
-        r#"input {{ generator {{ count => {total} message => "m" }} }}
-           output {{ elasticsearch {{ hosts => ["{}"] index => "{index}" document_id => "%{{[event][sequence]}}" retry_initial_interval => 0.2 retry_max_interval => 1 }} }}"#,
-        node.url
-    );
-    let mut run = Run::start(&dir, &yml, &[], &config, Stdio::null(), Stdio::null());
-    run.wait_log("unavailable", 60);
-    // Let the generator finish queueing.
-    std::thread::sleep(Duration::from_secs(2));
-    run.signal("-KILL");
-    run.exit(30);
-    node.restart();
-    // Nothing new comes in: what reaches the node is what the queue replays.
-    let config = format!(
-        r#"input {{ stdin {{ }} }}
-           output {{ elasticsearch {{ hosts => ["{}"] index => "{index}" document_id => "%{{[event][sequence]}}" }} }}"#,
-        node.url
-    );
-    let log = run_to_end(&dir, &yml, &config, 300);
-    assert_eq!(count(&node.url, index), total, "{log}");
-    let _ = send("DELETE", &format!("{}/{index}", node.url), "");
+    for kind in [Kind::Elasticsearch, Kind::OpenSearch] {
+        let plugin = kind.plugin();
+        let Some(mut node) = PrivateNode::start(kind, &format!("pq-{plugin}"), &[]) else {
+            continue;
+        };
+        let index = "sluice-pq";
+        let dir = temp_dir("es", &format!("pq-kill-{plugin}"));
+        let yml = format!(
+            "queue.type: persisted\npath.data: {}\nqueue.drain: true\n",
+            dir.join("data").display()
+        );
+        node.kill();
+        let total = 5_000;
+        let output = format!(
+            r#"output {{ {plugin} {{ hosts => ["{}"] index => "{index}" document_id => "%{{[@metadata][replay_safe_id]}}" retry_initial_interval => 0.2 retry_max_interval => 1 }} }}"#,
+            node.url
+        );
+        let config =
+            format!(r#"input {{ generator {{ count => {total} message => "m" }} }} {output}"#);
+        let mut run = Run::start(&dir, &yml, &[], &config, Stdio::null(), Stdio::null());
+        run.wait_log("unavailable", 60);
+        // Let the generator finish queueing.
+        std::thread::sleep(Duration::from_secs(2));
+        run.signal("-KILL");
+        run.exit(30);
+        node.restart();
+        // Nothing new comes in: what reaches the node is what the queue replays.
+        let config = format!(r#"input {{ stdin {{ }} }} {output}"#);
+        let log = run_to_end(&dir, &yml, &config, 300);
+        assert_eq!(count(&node.url, index), total, "{kind:?}: {log}");
+    }
 }
 
 /// Exactly once through a crash: every batch is indexed and then held unacknowledged by a
