@@ -392,7 +392,7 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
         });
     }
 
-    let inputs: Vec<Value> = plugins
+    let mut inputs: Vec<Value> = plugins
         .inputs
         .iter()
         .enumerate()
@@ -408,6 +408,13 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
             })
         })
         .collect();
+    for (entry, counters) in inputs.iter_mut().zip(&t.view.metrics.input_counters) {
+        if let (Some(c), Value::Object(entry)) = (counters, entry) {
+            for (path, n) in c.snapshot() {
+                insert_dotted(entry, &path, n);
+            }
+        }
+    }
     let worker_plugin = |list: &[sluice_pipeline::metrics::PluginInfo],
                          pick: fn(&Sample) -> &Vec<(u64, u64, u64)>| {
         list.iter()

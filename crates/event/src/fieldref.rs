@@ -73,6 +73,13 @@ impl FieldRef {
         }
     }
 
+    /// `[@metadata][name]`, `name` taken literally.
+    pub fn metadata_field(name: &str) -> FieldRef {
+        FieldRef {
+            segments: vec![Key::from(crate::event::METADATA), Key::from(name)],
+        }
+    }
+
     pub fn segments(&self) -> &[Key] {
         &self.segments
     }

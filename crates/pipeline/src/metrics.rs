@@ -201,6 +201,9 @@ pub struct PipelineMetrics {
     pub started_at: SystemTime,
     /// Per output (config order): the counters it keeps of its own, if any.
     pub output_counters: Vec<Option<std::sync::Arc<NamedCounters>>>,
+    /// Per input (config order): the counters it keeps of its own (a network input's
+    /// connections), if any.
+    pub input_counters: Vec<Option<std::sync::Arc<NamedCounters>>>,
     /// Per filter (config order): events it sent to the dead letter queue (`dlq_on_failure`);
     /// added to once per batch that had some.
     pub filter_dlq_routed: Box<[AtomicU64]>,
@@ -242,6 +245,7 @@ impl PipelineMetrics {
             started: Instant::now(),
             started_at: SystemTime::now(),
             output_counters: Vec::new(),
+            input_counters: Vec::new(),
             filter_dlq_routed: (0..nf).map(|_| AtomicU64::new(0)).collect(),
         }
     }
@@ -366,6 +370,27 @@ impl NamedCounters {
 
     pub fn add(&self, path: &str, n: u64) {
         self.add_all(&[(path, n)]);
+    }
+
+    /// Subtracts (a gauge going down: connections closed), stopping at zero.
+    pub fn sub(&self, path: &str, n: u64) {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = values.get_mut(path) {
+            *v = v.saturating_sub(n);
+        }
+    }
+
+    /// Adds `n` to `path` and raises `peak` to the new value if it is higher (Logstash's
+    /// `current_connections` / `peak_connections`).
+    pub fn add_with_peak(&self, path: &str, n: u64, peak: &str) {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        let now = {
+            let v = values.entry(path.to_owned()).or_insert(0);
+            *v += n;
+            *v
+        };
+        let p = values.entry(peak.to_owned()).or_insert(0);
+        *p = (*p).max(now);
     }
 
     pub fn get(&self, path: &str) -> u64 {

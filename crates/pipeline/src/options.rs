@@ -411,6 +411,16 @@ impl<'a> Options<'a> {
         Ok(codec)
     }
 
+    /// The `codec` option's codec and its name (`plain`, `json`...).
+    pub fn codec_with_name(
+        &mut self,
+        default: &str,
+    ) -> Result<(String, Box<dyn Codec>), ConfigError> {
+        let codec = self.codec(default)?;
+        let name = (self.codecs.last()).map_or_else(|| default.to_owned(), |c| c.name.clone());
+        Ok((name, codec))
+    }
+
     /// The codecs this plugin built (its `codec` option), for the monitoring API.
     pub(crate) fn take_codecs(&mut self) -> Vec<crate::metrics::PluginInfo> {
         std::mem::take(&mut self.codecs)

@@ -194,6 +194,12 @@ pub trait Input: Send {
     fn is_passive(&self) -> bool {
         false
     }
+
+    /// Counters of its own for the monitoring API (a network input's connections), shown
+    /// under the input's entry. Asked once, before [`Input::run`].
+    fn counters(&self) -> Option<Arc<crate::metrics::NamedCounters>> {
+        None
+    }
 }
 
 /// The common options every input has (`type`, `tags`, `add_field`), applied to every event

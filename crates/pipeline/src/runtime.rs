@@ -106,6 +106,9 @@ pub fn start(
         .iter()
         .map(|o| o.output.counters())
         .collect();
+    metrics.input_counters = (compiled.inputs.iter())
+        .map(|i| i.input.counters())
+        .collect();
     let metrics = Arc::new(metrics);
     let inputs = std::mem::take(&mut compiled.inputs);
     let shared = Arc::new(Shared {

@@ -12,6 +12,7 @@ pub mod field;
 pub mod filters;
 pub mod http;
 pub mod inputs;
+pub mod net;
 pub mod outputs;
 pub mod redis_conn;
 pub mod retry;
@@ -27,6 +28,7 @@ pub fn registry() -> Registry {
     r.add_input("redis", inputs::redis::build);
     r.add_input("pipeline", inputs::pipeline::build);
     r.add_input("dead_letter_queue", inputs::dead_letter_queue::build);
+    r.add_input("beats", inputs::beats::build);
 
     r.add_filter("mutate", filters::mutate::build);
     r.add_filter("drop", filters::drop::build);

@@ -5,6 +5,8 @@
 //! Options that cannot be honoured (encrypted keys, Java keystores, protocol and cipher lists:
 //! rustls picks TLS 1.2/1.3 and its own suites) are configuration errors, not ignored.
 
+use std::sync::Arc;
+
 use sluice_pipeline::{ConfigError, Options};
 
 /// A client certificate chain and its key, PEM.
@@ -194,4 +196,144 @@ pub fn install_crypto_provider() {
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// `ssl_client_authentication` (and the deprecated `ssl_verify_mode` of the beats input):
+/// whether a server asks clients for a certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuth {
+    None,
+    /// Asked for; checked against the authorities when given.
+    Optional,
+    /// Required, and checked against the authorities.
+    Required,
+}
+
+/// The `ssl_*` options of a server (the beats, tcp and http inputs) as a rustls configuration:
+/// `ssl_enabled`, `ssl_certificate` + `ssl_key` (unencrypted PEM), `ssl_certificate_authorities`
+/// (PEM; which clients to trust), `ssl_client_authentication` (`none`, `optional`, `required`;
+/// `required` when authorities are given without it, as in Logstash), `ssl_supported_protocols`
+/// (`TLSv1.2`, `TLSv1.3`). `ssl_handshake_timeout` is the caller's. `None` when TLS is off.
+/// Every problem is a configuration error at the option; a plugin's obsolete names are its
+/// own to reject first.
+pub fn read_server(opts: &mut Options) -> Result<Option<Arc<rustls::ServerConfig>>, ConfigError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let plugin = opts.plugin_name().to_owned();
+    let enabled = opts.boolean_or("ssl_enabled", false)?;
+    let cert = opts.string("ssl_certificate")?;
+    let key = opts.string("ssl_key")?;
+    let cas = opts.string_list("ssl_certificate_authorities")?;
+    let explicit_auth = opts.has("ssl_client_authentication");
+    let mut auth = opts.choice(
+        "ssl_client_authentication",
+        &["none", "optional", "required"],
+        "none",
+    )?;
+    let have_cas = cas.as_ref().is_some_and(|c| !c.is_empty());
+    if have_cas && !explicit_auth {
+        // As Logstash: authorities without a mode mean clients must present a certificate.
+        auth = "required".to_owned();
+    } else if have_cas && auth == "none" {
+        return Err(opts.error(
+            "ssl_client_authentication",
+            "is none, but ssl_certificate_authorities are given (they only check clients): set optional or required, or remove them",
+        ));
+    }
+    let protocols = opts.string_list("ssl_supported_protocols")?;
+    for unsupported in [
+        "ssl_key_passphrase",
+        "ssl_cipher_suites",
+        "ssl_keystore_path",
+        "ssl_keystore_type",
+        "ssl_keystore_password",
+        "ssl_truststore_path",
+        "ssl_truststore_password",
+    ] {
+        if opts.has(unsupported) {
+            opts.take(unsupported);
+            return Err(opts.error(
+                unsupported,
+                "is not supported (use an unencrypted PEM ssl_key and PEM files; rustls picks its own cipher suites, ssl_supported_protocols picks TLSv1.2/TLSv1.3)",
+            ));
+        }
+    }
+    if !enabled {
+        if cert.is_some() || key.is_some() || cas.is_some() {
+            tracing::warn!("{plugin}: SSL settings are not used while ssl_enabled is false");
+        }
+        return Ok(None);
+    }
+    let (Some(cert), Some(key)) = (cert, key) else {
+        return Err(opts.plugin_error(format!(
+            "{plugin}: ssl_enabled => true needs ssl_certificate and ssl_key (PEM files)"
+        )));
+    };
+    let cert_pem = read_pem(opts, "ssl_certificate", &cert)?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| opts.error("ssl_certificate", format!("{cert}: {e}")))?;
+    if certs.is_empty() {
+        return Err(opts.error("ssl_certificate", format!("{cert}: no CERTIFICATE in it")));
+    }
+    let key_pem = read_pem(opts, "ssl_key", &key)?;
+    let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+        opts.error(
+            "ssl_key",
+            format!("{key}: no usable private key ({e}); an encrypted key is not supported"),
+        )
+    })?;
+    let mut versions: Vec<&'static rustls::SupportedProtocolVersion> = Vec::new();
+    for p in protocols.unwrap_or_else(|| vec!["TLSv1.2".into(), "TLSv1.3".into()]) {
+        match p.as_str() {
+            "TLSv1.3" => versions.push(&rustls::version::TLS13),
+            "TLSv1.2" => versions.push(&rustls::version::TLS12),
+            other => {
+                return Err(opts.error(
+                    "ssl_supported_protocols",
+                    format!("{other} is not supported (TLSv1.2 and TLSv1.3 are)"),
+                ))
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| opts.error("ssl_supported_protocols", e.to_string()))?;
+    let builder = if auth == "none" {
+        builder.with_no_client_auth()
+    } else {
+        let paths = cas.unwrap_or_default();
+        if paths.is_empty() {
+            return Err(opts.error(
+                "ssl_client_authentication",
+                format!("`{auth}` needs ssl_certificate_authorities (the authorities clients' certificates are checked against)"),
+            ));
+        }
+        let mut roots = rustls::RootCertStore::empty();
+        for p in &paths {
+            let pem = read_pem(opts, "ssl_certificate_authorities", p)?;
+            for c in CertificateDer::pem_slice_iter(&pem) {
+                let c =
+                    c.map_err(|e| opts.error("ssl_certificate_authorities", format!("{p}: {e}")))?;
+                roots
+                    .add(c)
+                    .map_err(|e| opts.error("ssl_certificate_authorities", format!("{p}: {e}")))?;
+            }
+        }
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+        let verifier = if auth == "optional" {
+            verifier.allow_unauthenticated()
+        } else {
+            verifier
+        }
+        .build()
+        .map_err(|e| opts.error("ssl_certificate_authorities", e.to_string()))?;
+        builder.with_client_cert_verifier(verifier)
+    };
+    let config = builder
+        .with_single_cert(certs, private)
+        .map_err(|e| opts.error("ssl_certificate", e.to_string()))?;
+    Ok(Some(Arc::new(config)))
 }

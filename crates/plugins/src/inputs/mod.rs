@@ -1,5 +1,6 @@
 //! Inputs: each runs on its own thread and pushes batches into the pipeline's queue.
 
+pub mod beats;
 pub mod dead_letter_queue;
 pub mod generator;
 pub mod pipeline;

@@ -1,0 +1,517 @@
+//! `beats`: the Lumberjack server that Filebeat, Winlogbeat, Metricbeat and Elastic Agent send
+//! to (see [`protocol`] for the frames), as Logstash's beats input behaves.
+//!
+//! Each connection is a task on the input's tokio runtime ([`crate::net`]). A client announces a
+//! window of N events, sends them (JSON frames, v1 key/value frames, either of them inside zlib
+//! frames), and waits for an ACK. The window's events are queued as one batch, and only then is
+//! the ACK sent, with the window's highest sequence: with the persisted queue and
+//! `queue.checkpoint.writes: 1`, an acknowledged event is on disk. While a batch waits for room
+//! in a full queue the connection reads nothing more and sends a keep-alive (an ACK of
+//! sequence 0) every 5 seconds, as Logstash does, so that the client waits instead of timing
+//! out and sending again. A malformed frame closes its connection (with a log line); the other
+//! connections go on. A connection with no traffic either way for `client_inactivity_timeout`
+//! seconds is closed.
+//!
+//! Events, as Logstash 8 makes them: a payload with `message` (or `line`, from v1 frames) is
+//! decoded by the codec (`plain`: the text becomes `message`, and `[event][original]` with
+//! ECS), then gets the payload's other fields (objects merged one level deep; `@metadata`
+//! into the metadata) and `@timestamp`, and the tag `beats_input_codec_<codec>_applied`. A
+//! payload without either is taken as it is, tagged `beats_input_raw_event`. The client's
+//! address goes in `[@metadata][input][beats][host][ip]` (`[@metadata][ip_address]` without
+//! ECS). `enrich` picks which of these are added.
+
+pub mod protocol;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_event::{Event, FieldRef, Map, Timestamp, Value};
+use sluice_pipeline::metrics::NamedCounters;
+use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::ecs::Ecs;
+use crate::net::{self, Conn, Peer};
+use protocol::{Frame, ProtocolError};
+
+/// How often a keep-alive goes out while a window waits for the queue (Logstash: 5 s).
+const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+pub struct BeatsInput {
+    host: String,
+    port: u16,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    handshake_timeout: Duration,
+    threads: usize,
+    shared: Arc<Shared>,
+}
+
+/// What every connection reads (and counts into).
+struct Shared {
+    /// The codec each connection gets a copy of.
+    codec: std::sync::Mutex<Box<dyn Codec>>,
+    codec_name: String,
+    include_codec_tag: bool,
+    source_metadata: bool,
+    /// No `codec_metadata` and no explicit codec: the default plain codec without ECS fields.
+    strip_original: bool,
+    add_hostname: bool,
+    ip_field: FieldRef,
+    hostname_target: FieldRef,
+    beat_hostname: FieldRef,
+    original: FieldRef,
+    inactivity: Option<Duration>,
+    max_frame: usize,
+    counters: Arc<NamedCounters>,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
+    for (old, new) in [
+        ("ssl", "ssl_enabled"),
+        ("ssl_verify_mode", "ssl_client_authentication"),
+        ("ssl_peer_metadata", "enrich => ssl_peer_metadata"),
+        ("cipher_suites", "ssl_cipher_suites"),
+        ("tls_min_version", "ssl_supported_protocols"),
+        ("tls_max_version", "ssl_supported_protocols"),
+    ] {
+        if opts.has(old) {
+            opts.take(old);
+            return Err(opts.error(old, format!("is obsolete; use {new}")));
+        }
+    }
+    let host = opts.string_or("host", "0.0.0.0")?;
+    let port = port(opts, "port")?;
+    let ecs = Ecs::from_options(opts)?;
+    let enrich_given = opts.has("enrich");
+    let enrich = opts
+        .string_list("enrich")?
+        .unwrap_or_else(|| vec!["codec_metadata".into(), "source_metadata".into()]);
+    const ENRICH: [&str; 5] = [
+        "codec_metadata",
+        "source_metadata",
+        "ssl_peer_metadata",
+        "all",
+        "none",
+    ];
+    for e in &enrich {
+        if !ENRICH.contains(&e.as_str()) {
+            return Err(opts.error(
+                "enrich",
+                format!("unknown value {e:?} (expected codec_metadata, source_metadata, ssl_peer_metadata, all or none)"),
+            ));
+        }
+    }
+    if enrich.len() > 1 && enrich.iter().any(|e| e == "all" || e == "none") {
+        return Err(opts.error("enrich", "`all` and `none` must be the only value"));
+    }
+    let has = |what: &str| {
+        enrich.iter().any(|e| e == what || e == "all") && !enrich.iter().any(|e| e == "none")
+    };
+    if has("ssl_peer_metadata") {
+        return Err(opts.error(
+            "enrich",
+            "ssl_peer_metadata is not supported yet (codec_metadata and source_metadata are)",
+        ));
+    }
+    let explicit_tag = opts.boolean("include_codec_tag")?;
+    if explicit_tag.is_some() && enrich_given {
+        return Err(opts.error(
+            "include_codec_tag",
+            "cannot be set together with enrich (use enrich => codec_metadata)",
+        ));
+    }
+    let include_codec_tag = explicit_tag.unwrap_or_else(|| has("codec_metadata"));
+    let explicit_codec = opts.has("codec");
+    let (codec_name, codec) = opts.codec_with_name("plain")?;
+    let add_hostname = opts.boolean_or("add_hostname", false)?;
+    if add_hostname {
+        tracing::warn!("beats input: add_hostname is deprecated (as in Logstash)");
+    }
+    let inactivity = opts.int("client_inactivity_timeout")?.unwrap_or(60);
+    if inactivity < 0 {
+        return Err(opts.error(
+            "client_inactivity_timeout",
+            "must be 0 (never) or more seconds",
+        ));
+    }
+    let threads = match opts.int("executor_threads")? {
+        Some(n) if n < 1 => return Err(opts.error("executor_threads", "must be at least 1")),
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    if let Some(n) = opts.int("event_loop_threads")? {
+        if n < 0 {
+            return Err(opts.error("event_loop_threads", "must be 0 (the default) or more"));
+        }
+    }
+    let max_frame = match opts.string("max_frame_size")? {
+        None => 100 << 20,
+        Some(t) => sluice_config::parse_size(&t)
+            .map_err(|e| opts.error("max_frame_size", e))?
+            .clamp(1, u32::MAX as u64) as usize,
+    };
+    let tls = crate::tls::read_server(opts)?;
+    let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000);
+    if handshake_timeout < 1 {
+        return Err(opts.error("ssl_handshake_timeout", "must be at least 1 (milliseconds)"));
+    }
+    let field = |s: &str| FieldRef::parse(s).expect("a valid field reference");
+    let (ip_field, hostname_target) = if ecs.enabled() {
+        (
+            field("[@metadata][input][beats][host][ip]"),
+            field("[@metadata][input][beats][host][name]"),
+        )
+    } else {
+        (field("[@metadata][ip_address]"), field("host"))
+    };
+    Ok(Box::new(BeatsInput {
+        host,
+        port,
+        tls,
+        handshake_timeout: Duration::from_millis(handshake_timeout as u64),
+        threads,
+        shared: Arc::new(Shared {
+            codec: std::sync::Mutex::new(codec),
+            codec_name,
+            include_codec_tag,
+            source_metadata: has("source_metadata"),
+            strip_original: !has("codec_metadata") && !explicit_codec,
+            add_hostname,
+            ip_field,
+            hostname_target,
+            beat_hostname: field("[beat][hostname]"),
+            original: field("[event][original]"),
+            inactivity: (inactivity > 0).then(|| Duration::from_secs(inactivity as u64)),
+            max_frame,
+            counters: Arc::new(NamedCounters::with_paths(&[
+                "current_connections",
+                "peak_connections",
+            ])),
+        }),
+    }))
+}
+
+/// A port option: required, 1-65535.
+pub fn port(opts: &mut Options, name: &str) -> Result<u16, ConfigError> {
+    let Some(p) = opts.int(name)? else {
+        return Err(opts.plugin_error(format!(
+            "missing required setting {name:?} for input plugin {:?}",
+            opts.plugin_name()
+        )));
+    };
+    u16::try_from(p)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| opts.error(name, format!("{p} is not a port (1-65535)")))
+}
+
+impl Input for BeatsInput {
+    fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
+        let rt = net::runtime("beats", self.threads)?;
+        let result = rt.block_on(async {
+            let listener = net::bind("beats", &self.host, self.port).await?;
+            tracing::info!(address = %format!("{}:{}", self.host, self.port), tls = self.tls.is_some(), "beats input listening");
+            let shared = Arc::clone(&self.shared);
+            let ctx2 = ctx.clone();
+            net::serve(
+                "beats",
+                listener,
+                self.tls.clone(),
+                self.handshake_timeout,
+                ctx,
+                move |conn, peer| {
+                    let shared = Arc::clone(&shared);
+                    let ctx = ctx2.clone();
+                    async move { connection(conn, peer, shared, ctx).await }
+                },
+            )
+            .await;
+            Ok::<(), String>(())
+        });
+        rt.shutdown_timeout(Duration::from_secs(1));
+        result
+    }
+
+    fn counters(&self) -> Option<Arc<NamedCounters>> {
+        Some(Arc::clone(&self.shared.counters))
+    }
+}
+
+/// One client's window being received.
+struct Window {
+    version: u8,
+    size: u32,
+    received: u32,
+    highest: u32,
+    events: Vec<Event>,
+}
+
+/// Serves one connection until it closes, errs, idles out, or the pipeline stops.
+async fn connection(conn: Box<dyn Conn>, peer: Peer, shared: Arc<Shared>, ctx: InputContext) {
+    let c = &shared.counters;
+    c.add_with_peak("current_connections", 1, "peak_connections");
+    let addr = peer.addr;
+    match serve_connection(conn, &peer, &shared, &ctx).await {
+        Ok(()) => tracing::debug!(client = %addr, "beats connection closed"),
+        Err(e) => tracing::warn!(client = %addr, "beats input: closing the connection: {e}"),
+    }
+    c.sub("current_connections", 1);
+}
+
+async fn serve_connection(
+    conn: Box<dyn Conn>,
+    peer: &Peer,
+    shared: &Shared,
+    ctx: &InputContext,
+) -> Result<(), String> {
+    let (mut rd, mut wr) = tokio::io::split(conn);
+    let mut codec = (shared.codec.lock())
+        .unwrap_or_else(|e| e.into_inner())
+        .clone_box();
+    let ip = peer.addr.ip().to_string();
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut window: Option<Window> = None;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        if ctx.is_stopping() {
+            return Ok(());
+        }
+        let read = rd.read(&mut chunk);
+        let n = match shared.inactivity {
+            Some(limit) => tokio::select! {
+                r = tokio::time::timeout(limit, read) => match r {
+                    Ok(r) => r,
+                    Err(_) => return Err(format!("no traffic for {} s (client_inactivity_timeout)", limit.as_secs())),
+                },
+                _ = net::stopping(ctx) => return Ok(()),
+            },
+            None => tokio::select! {
+                r = read => r,
+                _ = net::stopping(ctx) => return Ok(()),
+            },
+        }
+        .map_err(|e| format!("reading: {e}"))?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut at = 0;
+        let mut frames = Vec::new();
+        loop {
+            match protocol::parse(&buf[at..], shared.max_frame) {
+                Ok(Some((frame, used))) => {
+                    at += used;
+                    frames.push(frame);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(protocol_error(e, shared)),
+            }
+        }
+        buf.drain(..at);
+        let mut todo: std::collections::VecDeque<Frame> = frames.into();
+        while let Some(frame) = todo.pop_front() {
+            match frame {
+                Frame::Compressed { data, .. } => {
+                    let inner = protocol::inflate(&data, shared.max_frame)
+                        .map_err(|e| protocol_error(e, shared))?;
+                    for f in inner.into_iter().rev() {
+                        todo.push_front(f);
+                    }
+                }
+                Frame::Window { version, count } => {
+                    if let Some(w) = window.take() {
+                        if !w.events.is_empty() {
+                            tracing::debug!("beats input: a new window began before the last was complete; queueing what came");
+                            finish(w, &mut wr, ctx).await?;
+                        }
+                    }
+                    if count == 0 {
+                        // As Logstash: an empty window gets the keep-alive ACK.
+                        send(&mut wr, &protocol::ack(version, 0)).await?;
+                    } else {
+                        window = Some(Window {
+                            version,
+                            size: count,
+                            received: 0,
+                            highest: 0,
+                            events: Vec::with_capacity(count.min(4096) as usize),
+                        });
+                    }
+                }
+                Frame::Json { seq, payload } => {
+                    let w = window.get_or_insert_with(|| Window {
+                        version: b'2',
+                        size: u32::MAX,
+                        received: 0,
+                        highest: 0,
+                        events: Vec::new(),
+                    });
+                    let map = match sluice_event::json::parse(&payload) {
+                        Ok(Value::Object(m)) => m,
+                        _ => return Err("a JSON frame does not hold a JSON object".to_owned()),
+                    };
+                    events_from(map, &ip, shared, &mut *codec, &mut w.events);
+                    w.received += 1;
+                    w.highest = w.highest.max(seq);
+                }
+                Frame::Data {
+                    version,
+                    seq,
+                    pairs,
+                } => {
+                    let w = window.get_or_insert_with(|| Window {
+                        version,
+                        size: u32::MAX,
+                        received: 0,
+                        highest: 0,
+                        events: Vec::new(),
+                    });
+                    let mut map = Map::new();
+                    for (k, v) in pairs {
+                        map.insert(k.into(), Value::String(v.into()));
+                    }
+                    events_from(map, &ip, shared, &mut *codec, &mut w.events);
+                    w.received += 1;
+                    w.highest = w.highest.max(seq);
+                }
+            }
+            if window.as_ref().is_some_and(|w| w.received >= w.size) {
+                if let Some(w) = window.take() {
+                    finish(w, &mut wr, ctx).await?;
+                }
+            }
+        }
+    }
+}
+
+fn protocol_error(e: ProtocolError, _shared: &Shared) -> String {
+    format!("malformed frame: {e}")
+}
+
+async fn send<W: AsyncWriteExt + Unpin>(wr: &mut W, bytes: &[u8]) -> Result<(), String> {
+    wr.write_all(bytes)
+        .await
+        .map_err(|e| format!("writing an ACK: {e}"))?;
+    wr.flush().await.map_err(|e| format!("writing an ACK: {e}"))
+}
+
+/// Queues a complete window, sending keep-alives while the queue is full, then ACKs it.
+async fn finish<W: AsyncWriteExt + Unpin>(
+    w: Window,
+    wr: &mut W,
+    ctx: &InputContext,
+) -> Result<(), String> {
+    let version = w.version;
+    let push = net::push(ctx, w.events);
+    tokio::pin!(push);
+    loop {
+        tokio::select! {
+            r = &mut push => {
+                if r.is_err() {
+                    // The pipeline is stopping and took nothing: no ACK, the client sends again.
+                    return Err("the pipeline is stopping; the window is not acknowledged".to_owned());
+                }
+                break;
+            }
+            _ = tokio::time::sleep(KEEP_ALIVE) => {
+                send(wr, &protocol::ack(b'2', 0)).await?;
+            }
+        }
+    }
+    send(wr, &protocol::ack(version, w.highest)).await
+}
+
+/// The events of one payload (see the module docs).
+fn events_from(
+    mut map: Map,
+    ip: &str,
+    shared: &Shared,
+    codec: &mut dyn Codec,
+    out: &mut Vec<Event>,
+) {
+    let target = map.remove("message").or_else(|| map.remove("line"));
+    let first = out.len();
+    match target {
+        Some(text) => {
+            let text = match text {
+                Value::String(s) => s.to_string(),
+                other => other.to_display_string(),
+            };
+            codec.decode(text.as_bytes(), out);
+            codec.flush(out);
+            let ts = match map.remove("@timestamp") {
+                Some(Value::String(s)) => {
+                    let t = Timestamp::parse_iso8601(&s);
+                    if t.is_none() {
+                        tracing::warn!(value = %s, "beats input: unrecognized @timestamp; the event gets the current time");
+                    }
+                    t
+                }
+                Some(Value::Timestamp(t)) => Some(t),
+                Some(other) => {
+                    tracing::warn!(value = %other.to_display_string(), "beats input: unrecognized @timestamp; the event gets the current time");
+                    None
+                }
+                None => None,
+            };
+            for e in &mut out[first..] {
+                if shared.strip_original {
+                    e.remove(&shared.original);
+                }
+                if let Some(t) = ts {
+                    e.set_field("@timestamp", Value::Timestamp(t));
+                }
+                for (k, v) in map.iter() {
+                    merge(e, k.as_ref(), v);
+                }
+                if shared.include_codec_tag {
+                    e.add_tag(&format!("beats_input_codec_{}_applied", shared.codec_name));
+                }
+            }
+        }
+        None => {
+            let mut e = Event::from_map(map);
+            if shared.include_codec_tag {
+                e.add_tag("beats_input_raw_event");
+            }
+            out.push(e);
+        }
+    }
+    for e in &mut out[first..] {
+        if shared.source_metadata {
+            e.set(&shared.ip_field, Value::String(ip.into()));
+        }
+        if shared.add_hostname && e.get(&shared.hostname_target).is_none() {
+            if let Some(h) = e.get(&shared.beat_hostname).cloned() {
+                e.set(&shared.hostname_target, h);
+            }
+        }
+    }
+}
+
+/// Sets a payload field on a decoded event as Logstash's beats input does: an object over an
+/// existing object is merged one level deep (the payload's values win); anything else
+/// replaces. `@metadata` goes to the metadata.
+fn merge(e: &mut Event, key: &str, v: &Value) {
+    if key == "@metadata" {
+        if let Value::Object(m) = v {
+            for (k, v) in m.iter() {
+                let r = FieldRef::metadata_field(k.as_ref());
+                set_merged(e, &r, v);
+            }
+        }
+        return;
+    }
+    set_merged(e, &FieldRef::top_level(key), v);
+}
+
+fn set_merged(e: &mut Event, r: &FieldRef, v: &Value) {
+    match (e.get_mut(r), v) {
+        (Some(Value::Object(existing)), Value::Object(new)) => {
+            for (k, v) in new.iter() {
+                existing.insert(k.clone(), v.clone());
+            }
+        }
+        _ => e.set(r, v.clone()),
+    }
+}

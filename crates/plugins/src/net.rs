@@ -1,0 +1,138 @@
+//! What the network inputs (`beats`, `tcp`, `http`...) share: a tokio runtime of their own, an
+//! accept loop that ends when the pipeline stops its inputs, TLS on accepted connections, and
+//! a way for a connection to queue a batch without holding up the runtime.
+//!
+//! Back-pressure: a connection queues a batch with [`push`], which waits (on tokio's blocking
+//! pool) while the pipeline's queue is full. Meanwhile that connection reads nothing more, so
+//! its client's sends stall in the kernel's buffers and then in the client: nothing is dropped,
+//! and the other connections go on.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_event::Event;
+use sluice_pipeline::{InputContext, Stopped};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A connection, plain or TLS.
+pub trait Conn: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Conn for T {}
+
+/// What is known of an accepted connection.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    /// The client certificate's subject (DER), when TLS asked for one and got it.
+    pub certificate: Option<Vec<u8>>,
+}
+
+/// A multi-threaded runtime for one input's connections (`threads` workers).
+pub fn runtime(input: &str, threads: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name(format!("{input}-io"))
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the {input} input's threads: {e}"))
+}
+
+/// Queues a batch from a connection task; waits while the queue is full (see the module docs).
+pub async fn push(ctx: &InputContext, batch: Vec<Event>) -> Result<(), Stopped> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let ctx = ctx.clone();
+    tokio::task::spawn_blocking(move || ctx.push(batch))
+        .await
+        .unwrap_or(Err(Stopped))
+}
+
+/// Resolves once the pipeline stops its inputs.
+pub async fn stopping(ctx: &InputContext) {
+    while !ctx.is_stopping() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Listens on `host:port`.
+pub async fn bind(input: &str, host: &str, port: u16) -> Result<TcpListener, String> {
+    let addr = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    TcpListener::bind(&addr)
+        .await
+        .map_err(|e| format!("{input} input: cannot listen on {addr}: {e}"))
+}
+
+/// Accepts connections until the pipeline stops its inputs; each one (after the TLS handshake,
+/// when `tls` is set, bounded by `handshake_timeout`) runs `handle` in a task of its own. A
+/// failed handshake is logged and closes only that connection.
+pub async fn serve<F, Fut>(
+    input: &'static str,
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    handshake_timeout: Duration,
+    ctx: &InputContext,
+    handle: F,
+) where
+    F: Fn(Box<dyn Conn>, Peer) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    loop {
+        let (stream, addr) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a little, go on.
+                    tracing::warn!("{input} input: accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = stopping(ctx) => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let handle = handle.clone();
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            match acceptor {
+                None => {
+                    let peer = Peer {
+                        addr,
+                        certificate: None,
+                    };
+                    handle(Box::new(stream), peer).await
+                }
+                Some(acceptor) => {
+                    match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => {
+                            let certificate = (tls.get_ref().1.peer_certificates())
+                                .and_then(|c| c.first())
+                                .map(|c| c.as_ref().to_vec());
+                            handle(Box::new(tls), Peer { addr, certificate }).await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::warn!("{input} input: TLS handshake with {addr} failed: {e}")
+                        }
+                        Err(_) => tracing::warn!(
+                            "{input} input: TLS handshake with {addr} timed out after {handshake_timeout:?}"
+                        ),
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Connects to `host:port` (the tcp input's client mode).
+pub async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    let s = TcpStream::connect((host, port)).await?;
+    let _ = s.set_nodelay(true);
+    Ok(s)
+}
