@@ -1,0 +1,163 @@
+//! For the network input tests: free ports, the go-lumber test client (`tests/lumber`, built
+//! by `scripts/test`, or here when Go is installed), and TLS certificates made with openssl.
+//! A missing tool skips the test, except under `CI=true`, where it fails it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// Says why a test cannot run: a failure under CI, a skip otherwise.
+pub fn missing(what: &str) {
+    assert!(!ci(), "{what}");
+    eprintln!("skipping: {what}");
+}
+
+/// The go-lumber client binary, built when missing; `None` (after [`missing`]) without Go.
+pub fn lumber_client() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = root.join("target/test-clients/lumber-client");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    if bin.is_file() {
+        return Some(bin);
+    }
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .current_dir(root.join("tests/lumber"))
+        .output();
+    match built {
+        Ok(o) if o.status.success() => Some(bin),
+        Ok(o) => {
+            missing(&format!(
+                "cannot build tests/lumber: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ));
+            None
+        }
+        Err(e) => {
+            missing(&format!("go is not installed ({e}): no beats test client"));
+            None
+        }
+    }
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, in `dir`.
+pub struct Certs {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    /// A client certificate from another authority.
+    pub stranger_cert: PathBuf,
+    pub stranger_key: PathBuf,
+}
+
+pub fn certs(dir: &Path) -> Option<Certs> {
+    if Command::new("openssl").arg("version").output().is_err() {
+        missing("openssl is not installed");
+        return None;
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    for ca in ["ca", "other-ca"] {
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &format!("{ca}.key"),
+            "-out",
+            &format!("{ca}.crt"),
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=sluice test {ca}"),
+        ]);
+    }
+    std::fs::write(
+        dir.join("server.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("client.cnf"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    for (name, ca, ext) in [
+        ("server", "ca", "server.cnf"),
+        ("client", "ca", "client.cnf"),
+        ("stranger", "other-ca", "client.cnf"),
+    ] {
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+            "-subj",
+            &format!("/CN={name}"),
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{ca}.crt"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-out",
+            &format!("{name}.crt"),
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+        ]);
+    }
+    Some(Certs {
+        ca: dir.join("ca.crt"),
+        server_cert: dir.join("server.crt"),
+        server_key: dir.join("server.key"),
+        client_cert: dir.join("client.crt"),
+        client_key: dir.join("client.key"),
+        stranger_cert: dir.join("stranger.crt"),
+        stranger_key: dir.join("stranger.key"),
+    })
+}
