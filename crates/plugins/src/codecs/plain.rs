@@ -21,6 +21,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     }))
 }
 
+impl Plain {
+    /// A plain codec with no `format`.
+    pub fn new(ecs: Ecs) -> Plain {
+        Plain { format: None, ecs }
+    }
+}
+
 impl Codec for Plain {
     fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
         if !data.is_empty() {

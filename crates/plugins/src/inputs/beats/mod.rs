@@ -50,7 +50,12 @@ pub struct BeatsInput {
 struct Shared {
     /// The codec each connection gets a copy of.
     codec: std::sync::Mutex<Box<dyn Codec>>,
-    codec_name: String,
+    /// `beats_input_codec_<codec>_applied`.
+    codec_tag: String,
+    /// The codec is `plain`, whose decoding of `message` is known (the text in `message`, and
+    /// in `[event][original]` when this is true): the payload becomes the event directly,
+    /// without copying its fields into a decoded one.
+    plain: Option<bool>,
     include_codec_tag: bool,
     source_metadata: bool,
     /// No `codec_metadata` and no explicit codec: the default plain codec without ECS fields.
@@ -123,6 +128,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let include_codec_tag = explicit_tag.unwrap_or_else(|| has("codec_metadata"));
     let explicit_codec = opts.has("codec");
     let (codec_name, codec) = opts.codec_with_name("plain")?;
+    let strip_original = !has("codec_metadata") && !explicit_codec;
+    let plain = (codec_name == "plain").then(|| {
+        let mut probe = Vec::new();
+        codec.clone_box().decode(b"x", &mut probe);
+        let original = FieldRef::parse("[event][original]").expect("a valid field reference");
+        probe.first().is_some_and(|e| e.get(&original).is_some()) && !strip_original
+    });
     let add_hostname = opts.boolean_or("add_hostname", false)?;
     if add_hostname {
         tracing::warn!("beats input: add_hostname is deprecated (as in Logstash)");
@@ -171,11 +183,12 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         handshake_timeout: Duration::from_millis(handshake_timeout as u64),
         threads,
         shared: Arc::new(Shared {
+            plain,
+            codec_tag: format!("beats_input_codec_{codec_name}_applied"),
             codec: std::sync::Mutex::new(codec),
-            codec_name,
             include_codec_tag,
             source_metadata: has("source_metadata"),
-            strip_original: !has("codec_metadata") && !explicit_codec,
+            strip_original,
             add_hostname,
             ip_field,
             hostname_target,
@@ -429,8 +442,15 @@ fn events_from(
     codec: &mut dyn Codec,
     out: &mut Vec<Event>,
 ) {
-    let target = map.remove("message").or_else(|| map.remove("line"));
     let first = out.len();
+    if let Some(original) = shared.plain {
+        if let Some(e) = plain_event(map, original, shared) {
+            out.push(e);
+            return enrich(&mut out[first..], ip, shared);
+        }
+        return;
+    }
+    let target = map.remove("message").or_else(|| map.remove("line"));
     match target {
         Some(text) => {
             let text = match text {
@@ -465,7 +485,7 @@ fn events_from(
                     merge(e, k.as_ref(), v);
                 }
                 if shared.include_codec_tag {
-                    e.add_tag(&format!("beats_input_codec_{}_applied", shared.codec_name));
+                    e.add_tag(&shared.codec_tag);
                 }
             }
         }
@@ -477,7 +497,50 @@ fn events_from(
             out.push(e);
         }
     }
-    for e in &mut out[first..] {
+    enrich(&mut out[first..], ip, shared);
+}
+
+/// The payload as the plain codec would decode it: its text field stays `message` (`line`
+/// becomes `message`), copied to `[event][original]` when `original` (unless the payload has
+/// one: its values win, as in the merge), `@timestamp` parsed (an unrecognized one is logged
+/// and replaced by now, without a tag), the codec tag added. `None` for nothing (never: a
+/// payload always makes one event).
+fn plain_event(mut map: Map, original: bool, shared: &Shared) -> Option<Event> {
+    let text = match map.remove("message").or_else(|| map.remove("line")) {
+        None => {
+            let mut e = Event::from_map(map);
+            if shared.include_codec_tag {
+                e.add_tag("beats_input_raw_event");
+            }
+            return Some(e);
+        }
+        Some(Value::String(s)) => s,
+        Some(other) => other.to_display_string().into(),
+    };
+    let bad_ts = match map.get("@timestamp") {
+        Some(Value::String(s)) => Timestamp::parse_iso8601(s).is_none(),
+        Some(Value::Timestamp(_)) | None => false,
+        Some(_) => true,
+    };
+    if bad_ts {
+        if let Some(v) = map.remove("@timestamp") {
+            tracing::warn!(value = %v.to_display_string(), "beats input: unrecognized @timestamp; the event gets the current time");
+        }
+    }
+    let mut e = Event::from_map(map);
+    if original && e.get(&shared.original).is_none() {
+        e.set(&shared.original, Value::String(text.clone()));
+    }
+    e.set_field("message", Value::String(text));
+    if shared.include_codec_tag {
+        e.add_tag(&shared.codec_tag);
+    }
+    Some(e)
+}
+
+/// `source_metadata` and `add_hostname`.
+fn enrich(events: &mut [Event], ip: &str, shared: &Shared) {
+    for e in events {
         if shared.source_metadata {
             e.set(&shared.ip_field, Value::String(ip.into()));
         }
@@ -513,5 +576,67 @@ fn set_merged(e: &mut Event, r: &FieldRef, v: &Value) {
             }
         }
         _ => e.set(r, v.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codecs::plain::Plain;
+
+    fn shared(plain: Option<bool>, ecs: Ecs) -> Shared {
+        let field = |s: &str| FieldRef::parse(s).unwrap();
+        Shared {
+            codec: std::sync::Mutex::new(Box::new(Plain::new(ecs))),
+            codec_tag: "beats_input_codec_plain_applied".into(),
+            plain,
+            include_codec_tag: true,
+            source_metadata: true,
+            strip_original: false,
+            add_hostname: false,
+            ip_field: field("[@metadata][input][beats][host][ip]"),
+            hostname_target: field("[@metadata][input][beats][host][name]"),
+            beat_hostname: field("[beat][hostname]"),
+            original: field("[event][original]"),
+            inactivity: None,
+            max_frame: 1 << 20,
+            counters: Arc::default(),
+        }
+    }
+
+    fn events(payload: &str, s: &Shared) -> Vec<Event> {
+        let Ok(Value::Object(map)) = sluice_event::json::parse(payload.as_bytes()) else {
+            panic!("{payload}")
+        };
+        let mut codec = s.codec.lock().unwrap().clone_box();
+        let mut out = Vec::new();
+        events_from(map, "10.1.2.3", s, &mut *codec, &mut out);
+        out
+    }
+
+    /// The plain shortcut makes what decoding `message` with the plain codec and merging the
+    /// payload makes.
+    #[test]
+    fn the_plain_shortcut_matches_decoding_with_the_codec() {
+        for ecs in [Ecs::V8, Ecs::Disabled] {
+            let fast = shared(Some(ecs.enabled()), ecs);
+            let slow = shared(None, ecs);
+            for payload in [
+                r#"{"@timestamp":"2026-11-24T10:00:00.123Z","message":"hello","@metadata":{"beat":"filebeat","type":"_doc"},"host":{"name":"web1"},"event":{"dataset":"nginx.access"},"tags":["a"],"n":1}"#,
+                r#"{"@timestamp":"2026-11-24T10:00:00Z","line":"from v1","offset":5}"#,
+                r#"{"@timestamp":"2026-11-24T10:00:00Z","message":42}"#,
+                r#"{"@timestamp":"2026-11-24T10:00:00Z","message":"x","event":{"original":"kept"}}"#,
+                r#"{"@timestamp":"2026-11-24T10:00:00Z","metricset":{"name":"cpu"}}"#,
+            ] {
+                let a = events(payload, &fast);
+                let b = events(payload, &slow);
+                assert_eq!(a, b, "{ecs:?} {payload}");
+                assert_eq!(a.len(), 1);
+                assert_eq!(
+                    a[0].get(&FieldRef::parse("[@metadata][input][beats][host][ip]").unwrap()),
+                    Some(&Value::String("10.1.2.3".into()))
+                );
+            }
+        }
     }
 }
