@@ -383,9 +383,20 @@ impl<'a> Options<'a> {
 
     /// The `codec` option: a codec name or `name { options }`, built through the registry.
     pub fn codec(&mut self, default: &str) -> Result<Box<dyn Codec>, ConfigError> {
+        self.codec_streaming(default, &[])
+    }
+
+    /// [`Options::codec`] for a stream input, with codecs that take whole documents replaced
+    /// by their streaming twins (`replace`: Logstash's `fix_streaming_codecs`, e.g. `plain` →
+    /// `line`, `json` → `json_lines`), their options kept.
+    pub fn codec_streaming(
+        &mut self,
+        default: &str,
+        replace: &[(&str, &str)],
+    ) -> Result<Box<dyn Codec>, ConfigError> {
         let registry = self.registry;
         let source = self.source;
-        let p = match self.take("codec") {
+        let mut p = match self.take("codec") {
             None => Plugin {
                 name: default.to_owned(),
                 span: self.span,
@@ -403,6 +414,9 @@ impl<'a> Options<'a> {
                 None => return Err(self.type_error("codec", span, "a codec name", &v)),
             },
         };
+        if let Some((_, to)) = replace.iter().find(|(from, _)| *from == p.name) {
+            p.name = (*to).to_owned();
+        }
         let (id, codec) = registry.build_codec_with_id(&p.source, &p)?;
         self.codecs.push(crate::metrics::PluginInfo {
             id,

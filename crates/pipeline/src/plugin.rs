@@ -181,6 +181,12 @@ pub trait Codec: Send {
     /// Appends the encoded event to `out`.
     fn encode(&mut self, event: &Event, out: &mut Vec<u8>);
 
+    /// Bytes held waiting for the rest of an event (a line without its delimiter yet): a
+    /// stream input closes a connection that makes this grow past its limit.
+    fn pending_bytes(&self) -> usize {
+        0
+    }
+
     fn clone_box(&self) -> Box<dyn Codec>;
 }
 

@@ -77,6 +77,7 @@ pub async fn serve<F, Fut>(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     handshake_timeout: Duration,
+    keep_alive: bool,
     ctx: &InputContext,
     handle: F,
 ) where
@@ -98,6 +99,9 @@ pub async fn serve<F, Fut>(
             _ = stopping(ctx) => return,
         };
         let _ = stream.set_nodelay(true);
+        if keep_alive {
+            set_keep_alive(&stream);
+        }
         let handle = handle.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
@@ -127,6 +131,28 @@ pub async fn serve<F, Fut>(
                 }
             }
         });
+    }
+}
+
+/// SO_KEEPALIVE with the system's timings (`tcp_keep_alive`).
+pub fn set_keep_alive(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor and a c_int option of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_KEEPALIVE,
+            &on as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        tracing::warn!(
+            "cannot set SO_KEEPALIVE: {}",
+            std::io::Error::last_os_error()
+        );
     }
 }
 

@@ -216,7 +216,7 @@ pub enum ClientAuth {
 /// (`TLSv1.2`, `TLSv1.3`). `ssl_handshake_timeout` is the caller's. `None` when TLS is off.
 /// Every problem is a configuration error at the option; a plugin's obsolete names are its
 /// own to reject first.
-pub fn read_server(opts: &mut Options) -> Result<Option<Arc<rustls::ServerConfig>>, ConfigError> {
+pub fn read_server(opts: &mut Options) -> Result<Option<ServerTls>, ConfigError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let plugin = opts.plugin_name().to_owned();
@@ -335,5 +335,105 @@ pub fn read_server(opts: &mut Options) -> Result<Option<Arc<rustls::ServerConfig
     let config = builder
         .with_single_cert(certs, private)
         .map_err(|e| opts.error("ssl_certificate", e.to_string()))?;
-    Ok(Some(Arc::new(config)))
+    Ok(Some(ServerTls {
+        config: Arc::new(config),
+        client_auth: match auth.as_str() {
+            "required" => ClientAuth::Required,
+            "optional" => ClientAuth::Optional,
+            _ => ClientAuth::None,
+        },
+    }))
+}
+
+/// A server's TLS: the rustls configuration, and whether it asks clients for certificates.
+#[derive(Clone)]
+pub struct ServerTls {
+    pub config: Arc<rustls::ServerConfig>,
+    pub client_auth: ClientAuth,
+}
+
+/// One DER element at the front of `b`: (tag, content, rest).
+fn der(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = b.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (first as usize, rest)
+    } else {
+        let n = (first & 0x7f) as usize;
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n].iter().fold(0usize, |a, b| (a << 8) | *b as usize);
+        (len, &rest[n..])
+    };
+    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+}
+
+/// A certificate's subject in RFC 2253 form (`CN=client,O=Example`, the last element first),
+/// from its DER; `None` when it cannot be read.
+pub fn subject(cert: &[u8]) -> Option<String> {
+    let (_, certificate, _) = der(cert)?;
+    let (_, mut tbs, _) = der(certificate)?;
+    // [0] version (optional), serial, signature, issuer, validity, subject.
+    if tbs.first() == Some(&0xa0) {
+        tbs = der(tbs)?.2;
+    }
+    for _ in 0..4 {
+        tbs = der(tbs)?.2;
+    }
+    let (_, mut name, _) = der(tbs)?;
+    let mut parts = Vec::new();
+    while !name.is_empty() {
+        let (_, mut set, rest) = der(name)?;
+        name = rest;
+        let mut rdn = Vec::new();
+        while !set.is_empty() {
+            let (_, attr, rest) = der(set)?;
+            set = rest;
+            let (_, oid, after) = der(attr)?;
+            let (_, value, _) = der(after)?;
+            let key = match oid {
+                [0x55, 0x04, 0x03] => "CN".to_owned(),
+                [0x55, 0x04, 0x06] => "C".to_owned(),
+                [0x55, 0x04, 0x07] => "L".to_owned(),
+                [0x55, 0x04, 0x08] => "ST".to_owned(),
+                [0x55, 0x04, 0x0a] => "O".to_owned(),
+                [0x55, 0x04, 0x0b] => "OU".to_owned(),
+                [0x09, 0x92, 0x26, 0x89, 0x93, 0xf2, 0x2c, 0x64, 0x01, 0x19] => "DC".to_owned(),
+                [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x01] => "EMAILADDRESS".to_owned(),
+                other => oid_text(other),
+            };
+            let text = String::from_utf8_lossy(value);
+            let mut escaped = String::with_capacity(text.len());
+            for (i, c) in text.chars().enumerate() {
+                if matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';')
+                    || (i == 0 && (c == '#' || c == ' '))
+                {
+                    escaped.push('\\');
+                }
+                escaped.push(c);
+            }
+            rdn.push(format!("{key}={escaped}"));
+        }
+        parts.push(rdn.join("+"));
+    }
+    parts.reverse();
+    Some(parts.join(","))
+}
+
+/// An OID in dotted form.
+fn oid_text(oid: &[u8]) -> String {
+    let Some((&first, rest)) = oid.split_first() else {
+        return String::new();
+    };
+    let mut out = format!("{}.{}", first / 40, first % 40);
+    let mut v: u64 = 0;
+    for b in rest {
+        v = (v << 7) | (b & 0x7f) as u64;
+        if b & 0x80 == 0 {
+            out.push_str(&format!(".{v}"));
+            v = 0;
+        }
+    }
+    out
 }

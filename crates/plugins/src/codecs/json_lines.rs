@@ -56,6 +56,10 @@ impl Codec for JsonLines {
         self.line(&rest, out);
     }
 
+    fn pending_bytes(&self) -> usize {
+        self.pending.len()
+    }
+
     fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
         sluice_event::json::write_event(event, out);
         out.push(self.delimiter);

@@ -76,6 +76,10 @@ impl Codec for Line {
         }
     }
 
+    fn pending_bytes(&self) -> usize {
+        self.pending.len()
+    }
+
     fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
         format_event(self.format.as_ref(), event, out);
         out.extend_from_slice(&self.delimiter);

@@ -6,3 +6,4 @@ pub mod generator;
 pub mod pipeline;
 pub mod redis;
 pub mod stdin;
+pub mod tcp;

@@ -162,7 +162,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             .map_err(|e| opts.error("max_frame_size", e))?
             .clamp(1, u32::MAX as u64) as usize,
     };
-    let tls = crate::tls::read_server(opts)?;
+    let tls = crate::tls::read_server(opts)?.map(|t| t.config);
     let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000);
     if handshake_timeout < 1 {
         return Err(opts.error("ssl_handshake_timeout", "must be at least 1 (milliseconds)"));
@@ -231,6 +231,7 @@ impl Input for BeatsInput {
                 listener,
                 self.tls.clone(),
                 self.handshake_timeout,
+                false,
                 ctx,
                 move |conn, peer| {
                     let shared = Arc::clone(&shared);
