@@ -96,7 +96,8 @@ impl<'de> Visitor<'de> for ValueVisitor {
         // Keys usually come in order (we write them sorted): each is appended after one
         // comparison. From the first key out of order on, the rest are collected and merged
         // with one sort, so a large unsorted object costs n log n, not n².
-        let mut m = Map::new();
+        // Most objects have a few keys: room for four saves the first reallocations.
+        let mut m = Map::with_capacity(access.size_hint().unwrap_or(4).min(64));
         let mut unsorted: Vec<(Key, Value)> = Vec::new();
         while let Some(k) = access.next_key_seed(KeySeed)? {
             let v = access.next_value::<Value>()?;

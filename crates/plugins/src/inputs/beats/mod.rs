@@ -318,87 +318,111 @@ async fn serve_connection(
                     frames.push(frame);
                 }
                 Ok(None) => break,
-                Err(e) => return Err(protocol_error(e, shared)),
+                Err(e) => return Err(protocol_error(e)),
+            }
+        }
+        for frame in frames {
+            if let Frame::Compressed { data, .. } = frame {
+                let inflated = protocol::inflate(data, shared.max_frame).map_err(protocol_error)?;
+                let inner =
+                    protocol::parse_all(&inflated, shared.max_frame).map_err(protocol_error)?;
+                for f in inner {
+                    if matches!(f, Frame::Compressed { .. }) {
+                        return Err(
+                            "malformed frame: a compressed frame inside a compressed frame"
+                                .to_owned(),
+                        );
+                    }
+                    step(f, &mut window, &ip, shared, &mut *codec, &mut wr, ctx).await?;
+                }
+            } else {
+                step(frame, &mut window, &ip, shared, &mut *codec, &mut wr, ctx).await?;
             }
         }
         buf.drain(..at);
-        let mut todo: std::collections::VecDeque<Frame> = frames.into();
-        while let Some(frame) = todo.pop_front() {
-            match frame {
-                Frame::Compressed { data, .. } => {
-                    let inner = protocol::inflate(&data, shared.max_frame)
-                        .map_err(|e| protocol_error(e, shared))?;
-                    for f in inner.into_iter().rev() {
-                        todo.push_front(f);
-                    }
+    }
+}
+
+/// Takes one (uncompressed) frame into the window; queues and acknowledges the window once
+/// it is complete.
+async fn step<W: AsyncWriteExt + Unpin>(
+    frame: Frame<'_>,
+    window: &mut Option<Window>,
+    ip: &str,
+    shared: &Shared,
+    codec: &mut dyn Codec,
+    wr: &mut W,
+    ctx: &InputContext,
+) -> Result<(), String> {
+    match frame {
+        Frame::Compressed { .. } => unreachable!("inflated by the caller"),
+        Frame::Window { version, count } => {
+            if let Some(w) = window.take() {
+                if !w.events.is_empty() {
+                    tracing::debug!("beats input: a new window began before the last was complete; queueing what came");
+                    finish(w, wr, ctx).await?;
                 }
-                Frame::Window { version, count } => {
-                    if let Some(w) = window.take() {
-                        if !w.events.is_empty() {
-                            tracing::debug!("beats input: a new window began before the last was complete; queueing what came");
-                            finish(w, &mut wr, ctx).await?;
-                        }
-                    }
-                    if count == 0 {
-                        // As Logstash: an empty window gets the keep-alive ACK.
-                        send(&mut wr, &protocol::ack(version, 0)).await?;
-                    } else {
-                        window = Some(Window {
-                            version,
-                            size: count,
-                            received: 0,
-                            highest: 0,
-                            events: Vec::with_capacity(count.min(4096) as usize),
-                        });
-                    }
-                }
-                Frame::Json { seq, payload } => {
-                    let w = window.get_or_insert_with(|| Window {
-                        version: b'2',
-                        size: u32::MAX,
-                        received: 0,
-                        highest: 0,
-                        events: Vec::new(),
-                    });
-                    let map = match sluice_event::json::parse(&payload) {
-                        Ok(Value::Object(m)) => m,
-                        _ => return Err("a JSON frame does not hold a JSON object".to_owned()),
-                    };
-                    events_from(map, &ip, shared, &mut *codec, &mut w.events);
-                    w.received += 1;
-                    w.highest = w.highest.max(seq);
-                }
-                Frame::Data {
+            }
+            if count == 0 {
+                // As Logstash: an empty window gets the keep-alive ACK.
+                send(wr, &protocol::ack(version, 0)).await?;
+            } else {
+                *window = Some(Window {
                     version,
-                    seq,
-                    pairs,
-                } => {
-                    let w = window.get_or_insert_with(|| Window {
-                        version,
-                        size: u32::MAX,
-                        received: 0,
-                        highest: 0,
-                        events: Vec::new(),
-                    });
-                    let mut map = Map::new();
-                    for (k, v) in pairs {
-                        map.insert(k.into(), Value::String(v.into()));
-                    }
-                    events_from(map, &ip, shared, &mut *codec, &mut w.events);
-                    w.received += 1;
-                    w.highest = w.highest.max(seq);
-                }
+                    size: count,
+                    received: 0,
+                    highest: 0,
+                    events: Vec::with_capacity(count.min(4096) as usize),
+                });
             }
-            if window.as_ref().is_some_and(|w| w.received >= w.size) {
-                if let Some(w) = window.take() {
-                    finish(w, &mut wr, ctx).await?;
-                }
+        }
+        Frame::Json { seq, payload } => {
+            let w = window.get_or_insert_with(|| Window::unannounced(b'2'));
+            let map = match sluice_event::json::parse(payload) {
+                Ok(Value::Object(m)) => m,
+                _ => return Err("a JSON frame does not hold a JSON object".to_owned()),
+            };
+            events_from(map, ip, shared, codec, &mut w.events);
+            w.received += 1;
+            w.highest = w.highest.max(seq);
+        }
+        Frame::Data {
+            version,
+            seq,
+            pairs,
+        } => {
+            let w = window.get_or_insert_with(|| Window::unannounced(version));
+            let mut map = Map::new();
+            for (k, v) in pairs {
+                map.insert(k.into(), Value::String(v.into()));
             }
+            events_from(map, ip, shared, codec, &mut w.events);
+            w.received += 1;
+            w.highest = w.highest.max(seq);
+        }
+    }
+    if window.as_ref().is_some_and(|w| w.received >= w.size) {
+        if let Some(w) = window.take() {
+            finish(w, wr, ctx).await?;
+        }
+    }
+    Ok(())
+}
+
+impl Window {
+    /// Events that came without a window frame (a client that announces none).
+    fn unannounced(version: u8) -> Window {
+        Window {
+            version,
+            size: u32::MAX,
+            received: 0,
+            highest: 0,
+            events: Vec::new(),
         }
     }
 }
 
-fn protocol_error(e: ProtocolError, _shared: &Shared) -> String {
+fn protocol_error(e: ProtocolError) -> String {
     format!("malformed frame: {e}")
 }
 

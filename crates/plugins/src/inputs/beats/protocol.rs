@@ -13,20 +13,20 @@
 
 use std::io::Read;
 
-/// One frame from a client.
+/// One frame from a client; payloads borrow the bytes read.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Frame {
+pub enum Frame<'a> {
     Window {
         version: u8,
         count: u32,
     },
     Compressed {
         version: u8,
-        data: Vec<u8>,
+        data: &'a [u8],
     },
     Json {
         seq: u32,
-        payload: Vec<u8>,
+        payload: &'a [u8],
     },
     Data {
         version: u8,
@@ -82,7 +82,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 /// Reads one frame from the front of `buf`: the frame and how many bytes it took, or `None`
 /// when `buf` does not hold a whole frame yet. Payloads over `limit` bytes are errors (before
 /// they are read, so a client cannot make the server buffer them).
-pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame, usize)>, ProtocolError> {
+pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame<'_>, usize)>, ProtocolError> {
     if buf.len() < 2 {
         return Ok(None);
     }
@@ -118,7 +118,7 @@ pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame, usize)>, Protoco
             if !need(6 + len) {
                 return Ok(None);
             }
-            let data = buf[6..6 + len].to_vec();
+            let data = &buf[6..6 + len];
             Ok(Some((Frame::Compressed { version, data }, 6 + len)))
         }
         b'J' if version == b'2' => {
@@ -130,7 +130,7 @@ pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame, usize)>, Protoco
             if !need(10 + len) {
                 return Ok(None);
             }
-            let payload = buf[10..10 + len].to_vec();
+            let payload = &buf[10..10 + len];
             Ok(Some((Frame::Json { seq, payload }, 10 + len)))
         }
         b'D' => {
@@ -178,8 +178,8 @@ pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame, usize)>, Protoco
     }
 }
 
-/// The frames inside a compressed frame, inflated to at most `limit` bytes.
-pub fn inflate(data: &[u8], limit: usize) -> Result<Vec<Frame>, ProtocolError> {
+/// The content of a compressed frame, inflated to at most `limit` bytes (see [`parse_all`]).
+pub fn inflate(data: &[u8], limit: usize) -> Result<Vec<u8>, ProtocolError> {
     let mut out = Vec::with_capacity(data.len() * 4);
     let mut z = flate2::read::ZlibDecoder::new(data).take(limit as u64 + 1);
     z.read_to_end(&mut out)
@@ -191,6 +191,11 @@ pub fn inflate(data: &[u8], limit: usize) -> Result<Vec<Frame>, ProtocolError> {
             limit,
         });
     }
+    Ok(out)
+}
+
+/// Every frame of `out` (an inflated compressed frame), which must end with a whole frame.
+pub fn parse_all(out: &[u8], limit: usize) -> Result<Vec<Frame<'_>>, ProtocolError> {
     let mut frames = Vec::new();
     let mut at = 0;
     while at < out.len() {
@@ -253,7 +258,7 @@ mod tests {
             f,
             Frame::Json {
                 seq: 1,
-                payload: br#"{"a":1}"#.to_vec()
+                payload: br#"{"a":1}"#
             }
         );
     }
@@ -279,18 +284,16 @@ mod tests {
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
         z.write_all(&inner).unwrap();
         let zipped = z.finish().unwrap();
-        let frames = inflate(&zipped, 1 << 20).unwrap();
-        assert_eq!(frames.len(), 2);
+        let inflated = inflate(&zipped, 1 << 20).unwrap();
+        assert_eq!(parse_all(&inflated, 1 << 20).unwrap().len(), 2);
         assert!(matches!(
             inflate(&zipped, 10),
             Err(ProtocolError::TooLarge { .. })
         ));
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
         z.write_all(&inner[..inner.len() - 1]).unwrap();
-        assert_eq!(
-            inflate(&z.finish().unwrap(), 1 << 20),
-            Err(ProtocolError::Truncated)
-        );
+        let cut = inflate(&z.finish().unwrap(), 1 << 20).unwrap();
+        assert_eq!(parse_all(&cut, 1 << 20), Err(ProtocolError::Truncated));
     }
 
     #[test]

@@ -1,0 +1,3 @@
+module sluice.bench/netbench
+
+go 1.21
