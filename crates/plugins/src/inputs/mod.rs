@@ -7,3 +7,4 @@ pub mod pipeline;
 pub mod redis;
 pub mod stdin;
 pub mod tcp;
+pub mod udp;
