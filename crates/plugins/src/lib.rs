@@ -42,6 +42,7 @@ pub fn registry() -> Registry {
     r.add_filter("geoip", filters::geoip::build);
     r.add_filter("grok", filters::grok::build);
     r.add_filter("useragent", filters::useragent::build);
+    r.add_filter("syslog_pri", filters::syslog_pri::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

@@ -9,4 +9,5 @@ pub mod grok;
 pub mod json;
 pub mod kv;
 pub mod mutate;
+pub mod syslog_pri;
 pub mod useragent;

@@ -30,7 +30,7 @@
 //! Per worker, each pattern owns its PCRE2 match data (reused for every event): the only
 //! allocations per event are the captured values themselves.
 
-mod convert;
+pub mod convert;
 pub mod expand;
 pub mod onig;
 pub mod patterns;
