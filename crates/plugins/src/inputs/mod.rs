@@ -6,5 +6,6 @@ pub mod generator;
 pub mod pipeline;
 pub mod redis;
 pub mod stdin;
+pub mod syslog;
 pub mod tcp;
 pub mod udp;
