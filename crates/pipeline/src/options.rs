@@ -425,6 +425,23 @@ impl<'a> Options<'a> {
         Ok(codec)
     }
 
+    /// A codec by name, for options that map values to codecs (the http input's
+    /// `additional_codecs`); an unknown name is an error at `option`.
+    pub fn codec_named(&mut self, option: &str, name: &str) -> Result<Box<dyn Codec>, ConfigError> {
+        let span = (self.attrs.iter())
+            .find(|a| a.name == option)
+            .map_or(self.span, |a| a.span);
+        let p = Plugin {
+            name: name.to_owned(),
+            span,
+            attributes: Vec::new(),
+            source: self.source.to_owned(),
+        };
+        self.registry
+            .build_codec_with_id(self.source, &p)
+            .map(|(_, c)| c)
+    }
+
     /// The `codec` option's codec and its name (`plain`, `json`...).
     pub fn codec_with_name(
         &mut self,

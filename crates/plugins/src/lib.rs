@@ -32,6 +32,7 @@ pub fn registry() -> Registry {
     r.add_input("tcp", inputs::tcp::build);
     r.add_input("udp", inputs::udp::build);
     r.add_input("syslog", inputs::syslog::build);
+    r.add_input("http", inputs::http::build);
 
     r.add_filter("mutate", filters::mutate::build);
     r.add_filter("drop", filters::drop::build);

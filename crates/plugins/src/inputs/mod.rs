@@ -3,6 +3,7 @@
 pub mod beats;
 pub mod dead_letter_queue;
 pub mod generator;
+pub mod http;
 pub mod pipeline;
 pub mod redis;
 pub mod stdin;

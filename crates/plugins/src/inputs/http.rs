@@ -1,0 +1,396 @@
+//! `http`: events from HTTP requests, as Logstash's http input. Each request's body is decoded
+//! by the codec its `Content-Type` names in `additional_codecs` (default: `application/json`
+//! → `json`, where an array gives one event per element, and beyond Logstash
+//! `application/x-ndjson` → `json_lines`), else by `codec` (`plain`: the body is one event).
+//! The response (`response_code`, `response_headers`, body `ok`) is sent once the request's
+//! events are in the pipeline's queue.
+//!
+//! While the queue is full, requests wait; past `threads` + `max_pending_requests` waiting
+//! requests, new ones get 429 at once (Logstash's answer) rather than piling up. A body over
+//! `max_content_length` gets 413, wrong credentials (`user`/`password`) 401; bad TLS closes the
+//! connection.
+//!
+//! Fields: the client's address in `host` (`[host][ip]` with ECS; `remote_host_target_field`),
+//! the request headers (lower case, `-` as `_`) with `request_method`, `request_path`,
+//! `request_uri`, `http_version` in `headers` without ECS (`request_headers_target_field`); with
+//! ECS, `[http][method]`, `[http][version]`, `[url][path]`, `[url][query]`, `[url][domain]`,
+//! `[url][port]`, `[user_agent][original]`, `[http][request][mime_type]`,
+//! `[http][request][body][bytes]`, and the headers in
+//! `[@metadata][input][http][request][headers]`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use sluice_event::{Event, FieldRef, Map, Value};
+use sluice_pipeline::metrics::NamedCounters;
+use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
+
+use crate::ecs::Ecs;
+use crate::net::{self, Peer};
+
+pub struct HttpInput {
+    host: String,
+    port: u16,
+    threads: usize,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    handshake_timeout: Duration,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    codec: std::sync::Mutex<Box<dyn Codec>>,
+    /// Media type → codec.
+    additional: Vec<(String, std::sync::Mutex<Box<dyn Codec>>)>,
+    /// `Basic base64(user:password)`.
+    auth: Option<String>,
+    response_code: StatusCode,
+    response_headers: Vec<(String, String)>,
+    max_content_length: usize,
+    pending: Arc<tokio::sync::Semaphore>,
+    ecs: bool,
+    remote_host: FieldRef,
+    headers_field: FieldRef,
+    counters: Arc<NamedCounters>,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
+    let host = opts.string_or("host", "0.0.0.0")?;
+    let port = match opts.int("port")? {
+        None => 8080,
+        Some(p) => u16::try_from(p)
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| opts.error("port", format!("{p} is not a port (1-65535)")))?,
+    };
+    let ecs = Ecs::from_options(opts)?;
+    let user = opts.string("user")?;
+    let password = opts.string("password")?;
+    let auth = match (user, password) {
+        (Some(u), Some(p)) => {
+            use base64::Engine;
+            Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
+            ))
+        }
+        (Some(_), None) => return Err(opts.error("user", "requires password as well")),
+        (None, Some(_)) => return Err(opts.error("password", "requires user as well")),
+        (None, None) => None,
+    };
+    let threads = match opts.int("threads")? {
+        Some(n) if n < 1 => return Err(opts.error("threads", "must be at least 1")),
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    let max_pending = opts.int("max_pending_requests")?.unwrap_or(200);
+    if max_pending < 1 {
+        return Err(opts.error("max_pending_requests", "must be at least 1"));
+    }
+    let max_content_length = opts.int("max_content_length")?.unwrap_or(100 * 1024 * 1024);
+    if max_content_length < 1 {
+        return Err(opts.error("max_content_length", "must be at least 1"));
+    }
+    let code = opts.int("response_code")?.unwrap_or(200);
+    if ![200, 201, 202, 204].contains(&code) {
+        return Err(opts.error(
+            "response_code",
+            format!("{code} is not one of 200, 201, 202, 204"),
+        ));
+    }
+    let response_headers = opts
+        .string_hash("response_headers")?
+        .unwrap_or_else(|| vec![("Content-Type".into(), "text/plain".into())]);
+    let codec = opts.codec("plain")?;
+    let mut additional = Vec::new();
+    let codecs = opts.string_hash("additional_codecs")?.unwrap_or_else(|| {
+        vec![
+            ("application/json".into(), "json".into()),
+            ("application/x-ndjson".into(), "json_lines".into()),
+        ]
+    });
+    for (media, name) in codecs {
+        let codec = opts.codec_named("additional_codecs", &name)?;
+        additional.push((media.to_ascii_lowercase(), std::sync::Mutex::new(codec)));
+    }
+    let f = |s: &str| FieldRef::parse(s);
+    let remote_host = opts
+        .string("remote_host_target_field")?
+        .unwrap_or_else(|| if ecs.enabled() { "[host][ip]" } else { "host" }.to_owned());
+    let remote_host =
+        f(&remote_host).map_err(|e| opts.error("remote_host_target_field", e.to_string()))?;
+    let headers_field = opts
+        .string("request_headers_target_field")?
+        .unwrap_or_else(|| {
+            if ecs.enabled() {
+                "[@metadata][input][http][request][headers]"
+            } else {
+                "headers"
+            }
+            .to_owned()
+        });
+    let headers_field =
+        f(&headers_field).map_err(|e| opts.error("request_headers_target_field", e.to_string()))?;
+    let tls = crate::tls::read_server(opts)?.map(|t| t.config);
+    let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000).max(1);
+    Ok(Box::new(HttpInput {
+        host,
+        port,
+        threads,
+        tls,
+        handshake_timeout: Duration::from_millis(handshake_timeout as u64),
+        shared: Arc::new(Shared {
+            codec: std::sync::Mutex::new(codec),
+            additional,
+            auth,
+            response_code: StatusCode::from_u16(code as u16).unwrap_or(StatusCode::OK),
+            response_headers,
+            max_content_length: max_content_length as usize,
+            pending: Arc::new(tokio::sync::Semaphore::new(threads + max_pending as usize)),
+            ecs: ecs.enabled(),
+            remote_host,
+            headers_field,
+            counters: Arc::new(NamedCounters::with_paths(&[
+                "requests.accepted",
+                "requests.rejected_busy",
+                "requests.rejected_auth",
+                "requests.rejected_too_large",
+            ])),
+        }),
+    }))
+}
+
+impl Input for HttpInput {
+    fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
+        let rt = net::runtime("http", self.threads)?;
+        let result = rt.block_on(async {
+            let listener = net::bind("http", &self.host, self.port).await?;
+            tracing::info!(address = %format!("{}:{}", self.host, self.port), tls = self.tls.is_some(), "http input listening");
+            let shared = Arc::clone(&self.shared);
+            let ctx2 = ctx.clone();
+            net::serve(
+                "http",
+                listener,
+                self.tls.clone(),
+                self.handshake_timeout,
+                false,
+                ctx,
+                move |conn, peer| {
+                    let shared = Arc::clone(&shared);
+                    let ctx = ctx2.clone();
+                    async move {
+                        let service = hyper::service::service_fn(move |req| {
+                            let shared = Arc::clone(&shared);
+                            let ctx = ctx.clone();
+                            let peer = peer.clone();
+                            async move { Ok::<_, Infallible>(handle(req, &peer, &shared, &ctx).await) }
+                        });
+                        let mut http = hyper::server::conn::http1::Builder::new();
+                        http.timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(Duration::from_secs(30));
+                        if let Err(e) = http.serve_connection(TokioIo::new(conn), service).await {
+                            tracing::debug!("http input: connection ended: {e}");
+                        }
+                    }
+                },
+            )
+            .await;
+            Ok::<(), String>(())
+        });
+        rt.shutdown_timeout(Duration::from_secs(1));
+        result
+    }
+
+    fn counters(&self) -> Option<Arc<NamedCounters>> {
+        Some(Arc::clone(&self.shared.counters))
+    }
+}
+
+fn reply(code: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *r.status_mut() = code;
+    r
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    peer: &Peer,
+    shared: &Shared,
+    ctx: &InputContext,
+) -> Response<Full<Bytes>> {
+    let c = &shared.counters;
+    let Ok(_permit) = Arc::clone(&shared.pending).try_acquire_owned() else {
+        c.add("requests.rejected_busy", 1);
+        return reply(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
+    };
+    if let Some(expected) = &shared.auth {
+        let given = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if given != Some(expected.as_str()) {
+            c.add("requests.rejected_auth", 1);
+            let mut r = reply(StatusCode::UNAUTHORIZED, "unauthorized\n");
+            r.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Basic realm=\"sluice\""),
+            );
+            return r;
+        }
+    }
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, shared.max_content_length)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                c.add("requests.rejected_too_large", 1);
+                return reply(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n");
+            }
+            return reply(StatusCode::BAD_REQUEST, "cannot read the request body\n");
+        }
+    };
+    let content_type = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let mut codec = match shared.additional.iter().find(|(m, _)| *m == media) {
+        Some((_, c)) => c.lock().unwrap_or_else(|e| e.into_inner()).clone_box(),
+        None => (shared.codec.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .clone_box(),
+    };
+    let mut events: Vec<Event> = Vec::new();
+    codec.decode(&body, &mut events);
+    codec.flush(&mut events);
+    let ip = Value::String(peer.addr.ip().to_string().into());
+    let headers = request_headers(&parts);
+    for e in &mut events {
+        if e.get(&shared.remote_host).is_none() {
+            e.set(&shared.remote_host, ip.clone());
+        }
+        e.set(&shared.headers_field, Value::Object(headers.clone()));
+        if shared.ecs {
+            ecs_fields(e, &parts, &media, body.len());
+        }
+    }
+    if net::push(ctx, events).await.is_err() {
+        return reply(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
+    }
+    c.add("requests.accepted", 1);
+    let mut r = Response::new(Full::new(
+        if shared.response_code == StatusCode::NO_CONTENT {
+            Bytes::new()
+        } else {
+            Bytes::from_static(b"ok")
+        },
+    ));
+    *r.status_mut() = shared.response_code;
+    for (k, v) in &shared.response_headers {
+        if let (Ok(k), Ok(v)) = (
+            hyper::header::HeaderName::from_bytes(k.as_bytes()),
+            hyper::header::HeaderValue::from_str(v),
+        ) {
+            r.headers_mut().insert(k, v);
+        }
+    }
+    r
+}
+
+/// The request's headers as Logstash's http input records them.
+fn request_headers(parts: &hyper::http::request::Parts) -> Map {
+    let mut m = Map::new();
+    for (k, v) in &parts.headers {
+        let key = k.as_str().to_ascii_lowercase().replace('-', "_");
+        let key = match key.as_str() {
+            "host" => "http_host".to_owned(),
+            "user_agent" => "http_user_agent".to_owned(),
+            "accept" => "http_accept".to_owned(),
+            _ => key,
+        };
+        m.insert(
+            key.into(),
+            Value::String(String::from_utf8_lossy(v.as_bytes()).into_owned().into()),
+        );
+    }
+    m.insert(
+        "request_method".into(),
+        Value::String(parts.method.as_str().into()),
+    );
+    m.insert(
+        "request_path".into(),
+        Value::String(parts.uri.path().into()),
+    );
+    let uri = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned());
+    m.insert("request_uri".into(), Value::String(uri.into()));
+    m.insert(
+        "http_version".into(),
+        Value::String(format!("{:?}", parts.version).into()),
+    );
+    m
+}
+
+fn ecs_fields(e: &mut Event, parts: &hyper::http::request::Parts, media: &str, bytes: usize) {
+    let set = |e: &mut Event, r: &str, v: Value| {
+        if let Ok(r) = FieldRef::parse(r) {
+            if e.get(&r).is_none() {
+                e.set(&r, v);
+            }
+        }
+    };
+    let s = |t: &str| Value::String(t.into());
+    set(e, "[http][method]", s(parts.method.as_str()));
+    let version = format!("{:?}", parts.version);
+    set(
+        e,
+        "[http][version]",
+        s(version.strip_prefix("HTTP/").unwrap_or(&version)),
+    );
+    set(e, "[url][path]", s(parts.uri.path()));
+    if let Some(q) = parts.uri.query() {
+        set(e, "[url][query]", s(q));
+    }
+    if let Some(h) = parts
+        .headers
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok())
+    {
+        let (domain, port) = match h.rsplit_once(':') {
+            Some((d, p)) if p.bytes().all(|b| b.is_ascii_digit()) => (d, p.parse::<i64>().ok()),
+            _ => (h, None),
+        };
+        set(e, "[url][domain]", s(domain));
+        if let Some(p) = port {
+            set(e, "[url][port]", Value::Int(p));
+        }
+    }
+    if let Some(ua) = parts
+        .headers
+        .get(hyper::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+    {
+        set(e, "[user_agent][original]", s(ua));
+    }
+    if !media.is_empty() {
+        set(e, "[http][request][mime_type]", s(media));
+    }
+    set(e, "[http][request][body][bytes]", Value::Int(bytes as i64));
+}

@@ -1,0 +1,152 @@
+//! The `http` input through the real binary: JSON (arrays split), NDJSON and plain bodies with
+//! the request's fields, basic auth, a body over the limit, and 429 instead of an unbounded
+//! wait while the pipeline is blocked.
+
+mod net_support;
+mod run_support;
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use net_support::free_port;
+use run_support::{temp_dir, Run};
+
+fn post(port: u16, path: &str, content_type: &str, body: &[u8], auth: Option<&str>) -> u16 {
+    use base64::Engine;
+    let encode = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let mut req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(format!("http://127.0.0.1:{port}{path}"))
+        .header("Content-Type", content_type);
+    if let Some(a) = auth {
+        req = req.header("Authorization", format!("Basic {}", encode(a.as_bytes())));
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    match agent.run(req.body(body.to_vec()).unwrap()) {
+        Ok(r) => r.status().as_u16(),
+        Err(e) => panic!("POST {path}: {e}"),
+    }
+}
+
+fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn bodies_become_events_with_the_requests_fields() {
+    let dir = temp_dir("http", "bodies");
+    let out = dir.join("out.json");
+    let port = free_port();
+    let config = format!(
+        r#"input {{ http {{ port => {port} host => "127.0.0.1" user => "u" password => "secret" max_content_length => 1000 }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    wait_listening(port);
+    let auth = Some("u:secret");
+    assert_eq!(
+        post(
+            port,
+            "/in?x=1",
+            "application/json",
+            br#"[{"a":1},{"a":2}]"#,
+            auth
+        ),
+        200
+    );
+    assert_eq!(
+        post(
+            port,
+            "/",
+            "application/x-ndjson",
+            b"{\"b\":1}\n{\"b\":2}\n",
+            auth
+        ),
+        200
+    );
+    assert_eq!(post(port, "/", "text/plain", b"hello", auth), 200);
+    assert_eq!(post(port, "/", "text/plain", b"nope", Some("u:wrong")), 401);
+    assert_eq!(post(port, "/", "text/plain", b"nope", None), 401);
+    assert_eq!(post(port, "/", "text/plain", &[b'x'; 5000], auth), 413);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    while read().lines().count() < 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+    let all: Vec<serde_json::Value> = read()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(all.len(), 5, "{all:#?}");
+    let a: Vec<_> = all.iter().filter(|e| e["a"].is_u64()).collect();
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0]["url"]["path"], "/in", "{}", a[0]);
+    assert_eq!(a[0]["url"]["query"], "x=1", "{}", a[0]);
+    assert_eq!(a[0]["http"]["method"], "POST", "{}", a[0]);
+    assert_eq!(a[0]["host"]["ip"], "127.0.0.1", "{}", a[0]);
+    assert_eq!(all.iter().filter(|e| e["b"].is_u64()).count(), 2);
+    assert!(all.iter().any(|e| e["message"] == "hello"));
+}
+
+/// The output is blocked: the first requests wait, the ones past threads +
+/// max_pending_requests get 429 at once; once the output drains, every accepted event is there.
+#[test]
+fn a_blocked_pipeline_answers_429_past_the_pending_limit() {
+    let dir = temp_dir("http", "busy");
+    let port = free_port();
+    let config = format!(
+        r#"input {{ http {{ port => {port} host => "127.0.0.1" threads => 1 max_pending_requests => 2 }} }}
+           output {{ stdout {{ codec => line {{ format => "%{{message}}" }} }} }}"#
+    );
+    let mut r = Run::start(
+        &dir,
+        "pipeline.workers: 1\npipeline.batch.size: 1\n",
+        &[],
+        &config,
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    wait_listening(port);
+    // Fill the pipe and the queue.
+    let big = "x".repeat(60_000);
+    // One after another: the first few fit in the pipe and the queue, the next ones wait
+    // and hold every slot, the rest are refused.
+    let fill: Vec<_> = (0..8)
+        .map(|i| {
+            let body = format!("{i} {big}");
+            std::thread::sleep(Duration::from_millis(300));
+            std::thread::spawn(move || post(port, "/", "text/plain", body.as_bytes(), None))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let busy = post(port, "/", "text/plain", b"one too many", None);
+    assert_eq!(busy, 429, "{}", r.log());
+    let mut stdout = r.child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        stdout.read_to_string(&mut all).unwrap();
+        all
+    });
+    let codes: Vec<u16> = fill.into_iter().map(|t| t.join().unwrap()).collect();
+    let accepted = codes.iter().filter(|c| **c == 200).count();
+    assert!(accepted >= 3, "{codes:?}");
+    assert!(codes.iter().all(|c| *c == 200 || *c == 429), "{codes:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+    let out = reader.join().unwrap();
+    assert_eq!(out.lines().count(), accepted, "accepted events lost");
+}
