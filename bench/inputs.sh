@@ -7,6 +7,8 @@
 #     window without inflating or parsing them.
 #   - tcp: JSON lines from 4 connections (bench/netbench tcpsend), codec json_lines; the sink
 #     only counts bytes.
+#   - http: 4 clients posting NDJSON bodies of 125 events (bench/netbench httpsend); the sink
+#     (httpsink) reads each body and answers 200.
 # Sluice's rate runs from the client's start until /_node/stats says every event left the
 # pipeline. Usage: bench/inputs.sh [EVENTS] (default 1,000,000)
 set -euo pipefail
@@ -26,13 +28,14 @@ now() { date +%s.%N; }
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-API=$(port); BEATS=$(port); TCP=$(port); SINK=$(port)
+API=$(port); BEATS=$(port); TCP=$(port); HTTP=$(port); SINK=$(port)
 mkdir -p "$TMP/settings"
 printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$API" "$TMP/data" > "$TMP/settings/sluice.yml"
 target/release/sluice --log.level warn --path.settings "$TMP/settings" -e "
   input {
     beats { port => $BEATS host => \"127.0.0.1\" }
     tcp { port => $TCP host => \"127.0.0.1\" codec => json_lines dns_reverse_lookup_enabled => false }
+    http { port => $HTTP host => \"127.0.0.1\" }
   }
   output { null {} }" &
 pids+=($!)
@@ -77,3 +80,10 @@ sleep 0.3
 c=$(sink_run "$TMP/netbench" tcpsend "127.0.0.1:$SINK" "$N" 4)
 s=$(sluice_run "$TMP/netbench" tcpsend "127.0.0.1:$TCP" "$N" 4)
 echo "tcp (json_lines, 4 connections): sluice $s events/s; ceiling (byte-counting sink) $c events/s; ratio $(ratio "$s" "$c")"
+kill "${pids[-1]}"; unset 'pids[-1]'
+
+"$TMP/netbench" httpsink "127.0.0.1:$SINK" & pids+=($!)
+sleep 0.3
+c=$(sink_run "$TMP/netbench" httpsend "http://127.0.0.1:$SINK/" "$N" 4 125)
+s=$(sluice_run "$TMP/netbench" httpsend "http://127.0.0.1:$HTTP/" "$N" 4 125)
+echo "http (NDJSON bodies of 125, 4 clients): sluice $s events/s; ceiling (httpsink) $c events/s; ratio $(ratio "$s" "$c")"

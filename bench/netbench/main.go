@@ -6,6 +6,7 @@
 //	                                   each window, without inflating or parsing anything
 //	netbench udpsend ADDR N            send N datagrams of one JSON line each
 //	netbench httpsend URL N CLIENTS BATCH   POST N events as NDJSON bodies of BATCH lines
+//	netbench httpsink ADDR             answer every request 200 after reading its body
 //
 // Senders print the seconds they took.
 package main
@@ -45,6 +46,11 @@ func main() {
 	case "udpsend":
 		n, _ := strconv.Atoi(os.Args[3])
 		udpsend(os.Args[2], n)
+	case "httpsink":
+		http.ListenAndServe(os.Args[2], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Write([]byte("ok"))
+		}))
 	case "httpsend":
 		n, _ := strconv.Atoi(os.Args[3])
 		clients, _ := strconv.Atoi(os.Args[4])
