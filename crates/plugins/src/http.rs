@@ -77,6 +77,25 @@ pub struct PoolConfig {
     pub max_idle_per_host: usize,
 }
 
+/// An HTTP client: statuses are answers, not errors; `timeout` bounds each whole request;
+/// `idle_per_host` keep-alive connections are kept for each of `hosts` hosts.
+pub fn agent(
+    tls: Option<&Tls>,
+    timeout: Duration,
+    idle_per_host: usize,
+    hosts: usize,
+) -> Result<ureq::Agent, String> {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .max_idle_connections_per_host(idle_per_host.max(1))
+        .max_idle_connections(idle_per_host.max(1) * hosts.max(1))
+        .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+        .tls_config(tls_config(tls)?)
+        .build();
+    Ok(ureq::Agent::new_with_config(config))
+}
+
 pub struct Pool {
     endpoints: Vec<Endpoint>,
     agent: ureq::Agent,
@@ -132,14 +151,12 @@ fn tls_config(tls: Option<&Tls>) -> Result<ureq::tls::TlsConfig, String> {
 
 impl Pool {
     pub fn new(config: PoolConfig) -> Result<Pool, String> {
-        let agent_config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(config.timeout))
-            .max_idle_connections_per_host(config.max_idle_per_host.max(1))
-            .max_idle_connections(config.max_idle_per_host.max(1) * config.urls.len().max(1))
-            .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
-            .tls_config(tls_config(config.tls.as_ref())?)
-            .build();
+        let agent = agent(
+            config.tls.as_ref(),
+            config.timeout,
+            config.max_idle_per_host,
+            config.urls.len(),
+        )?;
         let now = Instant::now();
         Ok(Pool {
             endpoints: config
@@ -152,7 +169,7 @@ impl Pool {
                     checked: Mutex::new(now),
                 })
                 .collect(),
-            agent: ureq::Agent::new_with_config(agent_config),
+            agent,
             headers: config.headers,
             resurrect_delay: config.resurrect_delay,
             healthcheck_path: config.healthcheck_path,

@@ -51,6 +51,9 @@ pub fn registry() -> Registry {
     r.add_output("null", outputs::null::build);
     r.add_output("redis", outputs::redis::build);
     r.add_output("pipeline", outputs::pipeline::build);
+    r.add_output("http", outputs::http::build);
+    r.add_output("tcp", outputs::tcp::build);
+    r.add_output("udp", outputs::udp::build);
     r.add_output("elasticsearch", outputs::elasticsearch::build);
     r.add_output("opensearch", outputs::elasticsearch::build_opensearch);
 

@@ -2,7 +2,10 @@
 
 pub mod elasticsearch;
 pub mod file;
+pub mod http;
 pub mod null;
 pub mod pipeline;
 pub mod redis;
 pub mod stdout;
+pub mod tcp;
+pub mod udp;

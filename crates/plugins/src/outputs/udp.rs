@@ -1,0 +1,86 @@
+//! `udp`: one datagram per event (the codec's encoding, `json` by default), as Logstash's udp
+//! output. A send that fails is tried `retry_count` more times, `retry_backoff_ms` apart, then
+//! the event is logged and dropped (UDP promises no delivery; the pipeline is not held up).
+
+use std::net::UdpSocket;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sluice_event::Event;
+use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
+
+pub struct UdpOutput {
+    target: String,
+    socket: UdpSocket,
+    codec: Mutex<Box<dyn Codec>>,
+    retries: u32,
+    backoff: Duration,
+}
+
+pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
+    let host = opts.required_string("host")?;
+    let port = opts.int("port")?.ok_or_else(|| {
+        opts.plugin_error("missing required setting \"port\" for output plugin \"udp\"")
+    })?;
+    let port = u16::try_from(port)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| opts.error("port", format!("{port} is not a port (1-65535)")))?;
+    let retries = opts.int("retry_count")?.unwrap_or(0);
+    let backoff = opts.int("retry_backoff_ms")?.unwrap_or(10);
+    if retries < 0 || backoff < 0 {
+        return Err(
+            opts.plugin_error("udp output: retry_count and retry_backoff_ms must be 0 or more")
+        );
+    }
+    let codec = opts.codec("json")?;
+    let bind = if host.contains(':') {
+        "[::]:0"
+    } else {
+        "0.0.0.0:0"
+    };
+    let socket = UdpSocket::bind(bind)
+        .map_err(|e| opts.plugin_error(format!("udp output: cannot open a socket: {e}")))?;
+    Ok(Box::new(UdpOutput {
+        target: format!("{host}:{port}"),
+        socket,
+        codec: Mutex::new(codec),
+        retries: retries as u32,
+        backoff: Duration::from_millis(backoff as u64),
+    }))
+}
+
+impl Output for UdpOutput {
+    fn write(&self, events: &[&Event], ctx: &WriteContext) -> Result<(), OutputError> {
+        let mut codec = self.codec.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buf = Vec::with_capacity(512);
+        for e in events {
+            buf.clear();
+            codec.encode(e, &mut buf);
+            let mut attempt = 0;
+            loop {
+                match self.socket.send_to(&buf, &self.target) {
+                    Ok(_) => break,
+                    Err(err) if attempt < self.retries => {
+                        attempt += 1;
+                        tracing::debug!(
+                            "udp output: sending to {} failed: {err}; retrying",
+                            self.target
+                        );
+                        if !ctx.sleep(self.backoff) {
+                            break;
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(
+                            "udp output: event dropped, sending to {} failed: {err}",
+                            self.target
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
