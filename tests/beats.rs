@@ -432,3 +432,64 @@ fn a_sigkill_with_the_persisted_queue_loses_no_event() {
         .collect();
     assert!(missing.is_empty(), "lost: {missing:?}");
 }
+
+/// Thousands of idle connections (as many as the file descriptor limit allows, up to 1,500 per
+/// input) cost little memory and hold nobody up: a client still gets its events through.
+#[test]
+fn idle_connections_cost_little_and_hold_nobody_up() {
+    let Some(bin) = lumber_client() else { return };
+    let limit: usize = Command::new("sh")
+        .args(["-c", "ulimit -n"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(1024);
+    let per_input = (limit.saturating_sub(300) / 2).min(1500);
+    let dir = temp_dir("beats", "idle");
+    let out = dir.join("out.json");
+    let (beats, tcp) = (free_port(), free_port());
+    let config = format!(
+        r#"input {{ beats {{ port => {beats} host => "127.0.0.1" }} tcp {{ port => {tcp} host => "127.0.0.1" }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    wait_listening(beats, 30);
+    wait_listening(tcp, 30);
+    let rss = || {
+        std::fs::read_to_string(format!("/proc/{}/status", r.child.id()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = rss();
+    let mut idle = Vec::new();
+    for _ in 0..per_input {
+        idle.push(std::net::TcpStream::connect(("127.0.0.1", beats)).unwrap());
+        idle.push(std::net::TcpStream::connect(("127.0.0.1", tcp)).unwrap());
+    }
+    // Half-open: some send half a frame or half a line and stop.
+    for s in idle.iter_mut().step_by(7) {
+        let _ = s.write_all(b"2W\0");
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let o = client(&bin, beats, &["-n", "2000", "-window", "100"]);
+    assert!(o.status.success(), "{}", acked(&o));
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", tcp)).unwrap();
+    s.write_all(b"through the tcp input\n").unwrap();
+    drop(s);
+    wait_lines(&out, 2001, 30);
+    let grown_kb = rss().saturating_sub(before);
+    let per_connection = grown_kb * 1024 / (2 * per_input as u64);
+    eprintln!("{} idle connections: {per_connection} bytes each", 2 * per_input);
+    assert!(
+        per_connection < 64 * 1024,
+        "{per_connection} bytes per idle connection ({} connections)",
+        2 * per_input
+    );
+    drop(idle);
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}

@@ -156,6 +156,36 @@ pub fn set_keep_alive(stream: &TcpStream) {
     }
 }
 
+/// A connection's read buffer: small while the connection is idle or slow (thousands of idle
+/// connections cost little), doubled up to 64 KiB while reads fill it.
+pub struct ReadBuffer {
+    buf: Vec<u8>,
+}
+
+impl Default for ReadBuffer {
+    fn default() -> Self {
+        ReadBuffer { buf: vec![0; 4096] }
+    }
+}
+
+impl ReadBuffer {
+    /// Where to read into.
+    pub fn space(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// `n` bytes were read: grows the buffer when they filled it.
+    pub fn filled(&mut self, n: usize) {
+        if n == self.buf.len() && self.buf.len() < 64 * 1024 {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+    }
+
+    pub fn get(&self, n: usize) -> &[u8] {
+        &self.buf[..n]
+    }
+}
+
 /// Connects to `host:port` (the tcp input's client mode).
 pub async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
     let s = TcpStream::connect((host, port)).await?;

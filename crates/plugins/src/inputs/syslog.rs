@@ -497,10 +497,10 @@ async fn tcp_connection(
     let mut relay = shared.relay();
     let ip = peer.addr.ip().to_string();
     let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = net::ReadBuffer::default();
     loop {
         let n = tokio::select! {
-            r = conn.read(&mut chunk) => match r {
+            r = conn.read(chunk.space()) => match r {
                 Ok(n) => n,
                 Err(e) => {
                     tracing::debug!(client = %peer.addr, "syslog input: {e}");
@@ -513,7 +513,8 @@ async fn tcp_connection(
             // As Logstash: a partial last line is dropped.
             break;
         }
-        buf.extend_from_slice(&chunk[..n]);
+        buf.extend_from_slice(chunk.get(n));
+        chunk.filled(n);
         let mut events = Vec::new();
         let mut start = 0;
         while let Some(i) = buf[start..].iter().position(|&b| b == b'\n') {

@@ -267,7 +267,7 @@ async fn read_connection(
     let mut codec = (shared.codec.lock())
         .unwrap_or_else(|e| e.into_inner())
         .clone_box();
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = net::ReadBuffer::default();
     let mut first: Vec<u8> = Vec::new();
     let mut source = source_of(peer.addr.ip(), peer.addr.port(), shared).await;
     source.subject = peer
@@ -278,11 +278,11 @@ async fn read_connection(
     if shared.proxy_protocol {
         // The PROXY header: a line of at most 107 bytes.
         loop {
-            let n = read(&mut conn, &mut chunk, ctx).await?;
+            let n = read(&mut conn, chunk.space(), ctx).await?;
             if n == 0 {
                 return Ok(());
             }
-            first.extend_from_slice(&chunk[..n]);
+            first.extend_from_slice(chunk.get(n));
             if let Some(end) = first.windows(2).position(|w| w == b"\r\n") {
                 let header = String::from_utf8_lossy(&first[..end]).into_owned();
                 let parts: Vec<&str> = header.split_whitespace().collect();
@@ -324,7 +324,8 @@ async fn read_connection(
                 shared.max_line
             ));
         }
-        let n = read(&mut conn, &mut chunk, ctx).await?;
+        let n = read(&mut conn, chunk.space(), ctx).await?;
+        chunk.filled(n);
         if n == 0 {
             codec.flush(&mut events);
             for e in &mut events {
@@ -334,7 +335,7 @@ async fn read_connection(
             let _ = net::push(ctx, events).await;
             return Ok(());
         }
-        codec.decode(&chunk[..n], &mut events);
+        codec.decode(chunk.get(n), &mut events);
     }
 }
 

@@ -283,14 +283,18 @@ async fn serve_connection(
         .unwrap_or_else(|e| e.into_inner())
         .clone_box();
     let ip = peer.addr.ip().to_string();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    // Nothing is held for an idle connection but what it sent; the buffer grows with frames
+    // and shrinks back after a large one.
+    let mut buf: Vec<u8> = Vec::new();
     let mut window: Option<Window> = None;
-    let mut chunk = vec![0u8; 64 * 1024];
     loop {
         if ctx.is_stopping() {
             return Ok(());
         }
-        let read = rd.read(&mut chunk);
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(buf.len().clamp(4096, 1 << 20));
+        }
+        let read = rd.read_buf(&mut buf);
         let n = match shared.inactivity {
             Some(limit) => tokio::select! {
                 r = tokio::time::timeout(limit, read) => match r {
@@ -308,7 +312,6 @@ async fn serve_connection(
         if n == 0 {
             return Ok(());
         }
-        buf.extend_from_slice(&chunk[..n]);
         let mut at = 0;
         let mut frames = Vec::new();
         loop {
@@ -340,6 +343,9 @@ async fn serve_connection(
             }
         }
         buf.drain(..at);
+        if buf.capacity() > 1 << 20 && buf.len() < 64 * 1024 {
+            buf.shrink_to(64 * 1024);
+        }
     }
 }
 
