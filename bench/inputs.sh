@@ -9,6 +9,9 @@
 #     only counts bytes.
 #   - http: 4 clients posting NDJSON bodies of 125 events (bench/netbench httpsend); the sink
 #     (httpsink) reads each body and answers 200.
+#   - udp: one sender as fast as it can (bench/netbench udpsend), 8 MiB receive buffers; UDP
+#     cannot push back, so each side reports what it received and at what rate (the kernel
+#     drops the rest), and sluice's kernel_drops.
 # Sluice's rate runs from the client's start until /_node/stats says every event left the
 # pipeline. Usage: bench/inputs.sh [EVENTS] (default 1,000,000)
 set -euo pipefail
@@ -28,7 +31,7 @@ now() { date +%s.%N; }
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-API=$(port); BEATS=$(port); TCP=$(port); HTTP=$(port); SINK=$(port)
+API=$(port); BEATS=$(port); TCP=$(port); HTTP=$(port); UDP=$(port); SINK=$(port)
 mkdir -p "$TMP/settings"
 printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$API" "$TMP/data" > "$TMP/settings/sluice.yml"
 target/release/sluice --log.level warn --path.settings "$TMP/settings" -e "
@@ -36,6 +39,7 @@ target/release/sluice --log.level warn --path.settings "$TMP/settings" -e "
     beats { port => $BEATS host => \"127.0.0.1\" }
     tcp { port => $TCP host => \"127.0.0.1\" codec => json_lines dns_reverse_lookup_enabled => false }
     http { port => $HTTP host => \"127.0.0.1\" }
+    udp { port => $UDP host => \"127.0.0.1\" codec => json receive_buffer_bytes => 8388608 }
   }
   output { null {} }" &
 pids+=($!)
@@ -87,3 +91,24 @@ sleep 0.3
 c=$(sink_run "$TMP/netbench" httpsend "http://127.0.0.1:$SINK/" "$N" 4 125)
 s=$(sluice_run "$TMP/netbench" httpsend "http://127.0.0.1:$HTTP/" "$N" 4 125)
 echo "http (NDJSON bodies of 125, 4 clients): sluice $s events/s; ceiling (httpsink) $c events/s; ratio $(ratio "$s" "$c")"
+kill "${pids[-1]}"; unset 'pids[-1]'
+
+"$TMP/netbench" udpsink "127.0.0.1:$SINK" > "$TMP/udpsink" & sink=$!
+sleep 0.3
+"$TMP/netbench" udpsend "127.0.0.1:$SINK" "$N" >/dev/null
+wait "$sink"
+read -r got secs < "$TMP/udpsink"
+c=$(awk -v n="$got" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
+stat() { curl -sf "127.0.0.1:$API/_node/stats/pipelines" | python3 -c "import json,sys; p=json.load(sys.stdin)['pipelines']['main']; print(p['events']['out'], [i for i in p['plugins']['inputs'] if i['name']=='udp'][0].get('kernel_drops',0))"; }
+read -r before drops_before < <(stat)
+s=$(now)
+"$TMP/netbench" udpsend "127.0.0.1:$UDP" "$N" >/dev/null
+last=$before; e=$(now)
+while true; do
+  sleep 1
+  read -r out drops < <(stat)
+  [ "$out" -eq "$last" ] && break
+  last=$out; e=$(now)
+done
+delivered=$((out - before))
+echo "udp (one sender, json): sluice $(rate "$delivered" "$s" "$e") events/s, $delivered of $N delivered, kernel_drops $((drops - drops_before)); ceiling (counting sink) $c datagrams/s, $got of $N received"

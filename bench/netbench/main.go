@@ -7,6 +7,8 @@
 //	netbench udpsend ADDR N            send N datagrams of one JSON line each
 //	netbench httpsend URL N CLIENTS BATCH   POST N events as NDJSON bodies of BATCH lines
 //	netbench httpsink ADDR             answer every request 200 after reading its body
+//	netbench udpsink ADDR              count datagrams; print the count and the seconds from
+//	                                   the first to the last once none came for a second
 //
 // Senders print the seconds they took.
 package main
@@ -46,6 +48,8 @@ func main() {
 	case "udpsend":
 		n, _ := strconv.Atoi(os.Args[3])
 		udpsend(os.Args[2], n)
+	case "udpsink":
+		udpsink(os.Args[2])
 	case "httpsink":
 		http.ListenAndServe(os.Args[2], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
@@ -206,4 +210,31 @@ func httpsend(url string, n, clients, batch int) {
 	}
 	wg.Wait()
 	fmt.Printf("%.3f\n", time.Since(start).Seconds())
+}
+
+func udpsink(addr string) {
+	c, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		panic(err)
+	}
+	if u, ok := c.(*net.UDPConn); ok {
+		u.SetReadBuffer(8 << 20)
+	}
+	buf := make([]byte, 65536)
+	n := 0
+	var first, last time.Time
+	for {
+		if n > 0 {
+			c.SetReadDeadline(time.Now().Add(time.Second))
+		}
+		if _, _, err := c.ReadFrom(buf); err != nil {
+			break
+		}
+		if n == 0 {
+			first = time.Now()
+		}
+		last = time.Now()
+		n++
+	}
+	fmt.Printf("%d %.3f\n", n, last.Sub(first).Seconds())
 }
