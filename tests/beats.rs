@@ -168,7 +168,7 @@ fn tls_with_and_without_client_certificates() {
     for (required, port) in [(true, free_port()), (false, free_port())] {
         let auth = if required {
             format!(
-                r#"ssl_certificate_authorities => ["{}"] ssl_client_authentication => "required""#,
+                r#"ssl_certificate_authorities => ["{}"] ssl_client_authentication => "required" enrich => "all""#,
                 p(&c.ca)
             )
         } else {
@@ -176,6 +176,7 @@ fn tls_with_and_without_client_certificates() {
         };
         let config = format!(
             r#"input {{ beats {{ port => {port} host => "127.0.0.1" ssl_enabled => true ssl_certificate => "{}" ssl_key => "{}" {auth} }} }}
+               filter {{ mutate {{ copy => {{ "[@metadata][input][beats][tls]" => "tls" "[@metadata][tls_peer][status]" => "tls_status" }} }} }}
                output {{ file {{ path => "{}" }} }}"#,
             p(&c.server_cert),
             p(&c.server_key),
@@ -254,6 +255,26 @@ fn tls_with_and_without_client_certificates() {
         assert_eq!(count(prefix), 300, "{prefix}");
     }
     assert_eq!(count("reqnone") + count("stranger"), 0);
+    // enrich => all: the client's TLS details, as Logstash's ssl_peer_metadata.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let e: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["message"].as_str().unwrap_or("").starts_with("reqcert"))
+        .unwrap();
+    assert_eq!(e["tls_status"], "verified", "{e}");
+    assert_eq!(e["tls"]["client"]["subject"], "CN=client", "{e}");
+    assert!(
+        e["tls"]["version_protocol"]
+            .as_str()
+            .unwrap()
+            .starts_with("TLSv1."),
+        "{e}"
+    );
+    assert!(
+        e["tls"]["cipher"].as_str().unwrap().starts_with("TLS_"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -483,7 +504,10 @@ fn idle_connections_cost_little_and_hold_nobody_up() {
     wait_lines(&out, 2001, 30);
     let grown_kb = rss().saturating_sub(before);
     let per_connection = grown_kb * 1024 / (2 * per_input as u64);
-    eprintln!("{} idle connections: {per_connection} bytes each", 2 * per_input);
+    eprintln!(
+        "{} idle connections: {per_connection} bytes each",
+        2 * per_input
+    );
     assert!(
         per_connection < 64 * 1024,
         "{per_connection} bytes per idle connection ({} connections)",

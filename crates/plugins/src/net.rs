@@ -25,8 +25,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Conn for T {}
 #[derive(Debug, Clone)]
 pub struct Peer {
     pub addr: SocketAddr,
-    /// The client certificate's subject (DER), when TLS asked for one and got it.
+    /// The client certificate (DER), when TLS asked for one and got it.
     pub certificate: Option<Vec<u8>>,
+    /// The TLS version and cipher suite, as Java names them (`TLSv1.3`,
+    /// `TLS_AES_256_GCM_SHA384`), for a TLS connection.
+    pub tls: Option<(String, String)>,
 }
 
 /// A multi-threaded runtime for one input's connections (`threads` workers).
@@ -110,16 +113,31 @@ pub async fn serve<F, Fut>(
                     let peer = Peer {
                         addr,
                         certificate: None,
+                        tls: None,
                     };
                     handle(Box::new(stream), peer).await
                 }
                 Some(acceptor) => {
                     match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => {
-                            let certificate = (tls.get_ref().1.peer_certificates())
+                            let session = tls.get_ref().1;
+                            let certificate = (session.peer_certificates())
                                 .and_then(|c| c.first())
                                 .map(|c| c.as_ref().to_vec());
-                            handle(Box::new(tls), Peer { addr, certificate }).await
+                            let version = match session.protocol_version() {
+                                Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+                                Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+                                _ => "",
+                            };
+                            let cipher = (session.negotiated_cipher_suite())
+                                .map(|c| format!("{:?}", c.suite()).replacen("TLS13_", "TLS_", 1))
+                                .unwrap_or_default();
+                            let peer = Peer {
+                                addr,
+                                certificate,
+                                tls: Some((version.to_owned(), cipher)),
+                            };
+                            handle(Box::new(tls), peer).await
                         }
                         Ok(Err(e)) => {
                             tracing::warn!("{input} input: TLS handshake with {addr} failed: {e}")

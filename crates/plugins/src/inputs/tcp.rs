@@ -228,6 +228,7 @@ impl TcpInput {
                     let peer = Peer {
                         addr,
                         certificate: None,
+                        tls: None,
                     };
                     connection(
                         Box::new(stream),

@@ -67,6 +67,8 @@ struct Shared {
     original: FieldRef,
     inactivity: Option<Duration>,
     max_frame: usize,
+    /// `enrich => ssl_peer_metadata`: where the client's TLS details go.
+    peer_fields: Option<PeerFields>,
     counters: Arc<NamedCounters>,
 }
 
@@ -112,10 +114,16 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let has = |what: &str| {
         enrich.iter().any(|e| e == what || e == "all") && !enrich.iter().any(|e| e == "none")
     };
-    if has("ssl_peer_metadata") {
+    let peer_metadata = has("ssl_peer_metadata");
+    if peer_metadata
+        && !matches!(
+            opts.string("ssl_client_authentication")?.as_deref(),
+            Some("optional") | Some("required")
+        )
+    {
         return Err(opts.error(
             "enrich",
-            "ssl_peer_metadata is not supported yet (codec_metadata and source_metadata are)",
+            "ssl_peer_metadata needs ssl_client_authentication set to optional or required",
         ));
     }
     let explicit_tag = opts.boolean("include_codec_tag")?;
@@ -162,12 +170,29 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             .map_err(|e| opts.error("max_frame_size", e))?
             .clamp(1, u32::MAX as u64) as usize,
     };
+    let field = |s: &str| FieldRef::parse(s).expect("a valid field reference");
     let tls = crate::tls::read_server(opts)?.map(|t| t.config);
+    let peer_fields = (peer_metadata && tls.is_some()).then(|| {
+        if ecs.enabled() {
+            PeerFields {
+                status: field("[@metadata][tls_peer][status]"),
+                protocol: field("[@metadata][input][beats][tls][version_protocol]"),
+                subject: field("[@metadata][input][beats][tls][client][subject]"),
+                cipher: field("[@metadata][input][beats][tls][cipher]"),
+            }
+        } else {
+            PeerFields {
+                status: field("[@metadata][tls_peer][status]"),
+                protocol: field("[@metadata][tls_peer][protocol]"),
+                subject: field("[@metadata][tls_peer][subject]"),
+                cipher: field("[@metadata][tls_peer][cipher_suite]"),
+            }
+        }
+    });
     let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000);
     if handshake_timeout < 1 {
         return Err(opts.error("ssl_handshake_timeout", "must be at least 1 (milliseconds)"));
     }
-    let field = |s: &str| FieldRef::parse(s).expect("a valid field reference");
     let (ip_field, hostname_target) = if ecs.enabled() {
         (
             field("[@metadata][input][beats][host][ip]"),
@@ -196,12 +221,20 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             original: field("[event][original]"),
             inactivity: (inactivity > 0).then(|| Duration::from_secs(inactivity as u64)),
             max_frame,
+            peer_fields,
             counters: Arc::new(NamedCounters::with_paths(&[
                 "current_connections",
                 "peak_connections",
             ])),
         }),
     }))
+}
+
+struct PeerFields {
+    status: FieldRef,
+    protocol: FieldRef,
+    subject: FieldRef,
+    cipher: FieldRef,
 }
 
 /// A port option: required, 1-65535.
@@ -282,7 +315,10 @@ async fn serve_connection(
     let mut codec = (shared.codec.lock())
         .unwrap_or_else(|e| e.into_inner())
         .clone_box();
-    let ip = peer.addr.ip().to_string();
+    let ip = Client {
+        ip: peer.addr.ip().to_string(),
+        tls: peer_metadata(peer, shared),
+    };
     // Nothing is held for an idle connection but what it sent; the buffer grows with frames
     // and shrinks back after a large one.
     let mut buf: Vec<u8> = Vec::new();
@@ -354,7 +390,7 @@ async fn serve_connection(
 async fn step<W: AsyncWriteExt + Unpin>(
     frame: Frame<'_>,
     window: &mut Option<Window>,
-    ip: &str,
+    ip: &Client,
     shared: &Shared,
     codec: &mut dyn Codec,
     wr: &mut W,
@@ -468,7 +504,7 @@ async fn finish<W: AsyncWriteExt + Unpin>(
 /// The events of one payload (see the module docs).
 fn events_from(
     mut map: Map,
-    ip: &str,
+    ip: &Client,
     shared: &Shared,
     codec: &mut dyn Codec,
     out: &mut Vec<Event>,
@@ -569,11 +605,41 @@ fn plain_event(mut map: Map, original: bool, shared: &Shared) -> Option<Event> {
     Some(e)
 }
 
-/// `source_metadata` and `add_hostname`.
-fn enrich(events: &mut [Event], ip: &str, shared: &Shared) {
+/// Where a connection's events come from.
+pub struct Client {
+    ip: String,
+    /// `ssl_peer_metadata`'s fields and values.
+    tls: Vec<(FieldRef, Value)>,
+}
+
+/// `enrich => ssl_peer_metadata`: the client's TLS details, as Logstash sets them.
+fn peer_metadata(peer: &Peer, shared: &Shared) -> Vec<(FieldRef, Value)> {
+    let (Some(f), Some((version, cipher))) = (&shared.peer_fields, &peer.tls) else {
+        return Vec::new();
+    };
+    let s = |t: &str| Value::String(t.into());
+    match peer.certificate.as_deref() {
+        None => vec![(f.status.clone(), s("unverified"))],
+        Some(der) => vec![
+            (f.status.clone(), s("verified")),
+            (f.protocol.clone(), s(version)),
+            (
+                f.subject.clone(),
+                s(&crate::tls::subject(der).unwrap_or_default()),
+            ),
+            (f.cipher.clone(), s(cipher)),
+        ],
+    }
+}
+
+/// `source_metadata`, `ssl_peer_metadata` and `add_hostname`.
+fn enrich(events: &mut [Event], ip: &Client, shared: &Shared) {
     for e in events {
         if shared.source_metadata {
-            e.set(&shared.ip_field, Value::String(ip.into()));
+            e.set(&shared.ip_field, Value::String(ip.ip.as_str().into()));
+        }
+        for (f, v) in &ip.tls {
+            e.set(f, v.clone());
         }
         if shared.add_hostname && e.get(&shared.hostname_target).is_none() {
             if let Some(h) = e.get(&shared.beat_hostname).cloned() {
@@ -631,6 +697,7 @@ mod tests {
             original: field("[event][original]"),
             inactivity: None,
             max_frame: 1 << 20,
+            peer_fields: None,
             counters: Arc::default(),
         }
     }
@@ -641,7 +708,11 @@ mod tests {
         };
         let mut codec = s.codec.lock().unwrap().clone_box();
         let mut out = Vec::new();
-        events_from(map, "10.1.2.3", s, &mut *codec, &mut out);
+        let client = Client {
+            ip: "10.1.2.3".into(),
+            tls: Vec::new(),
+        };
+        events_from(map, &client, s, &mut *codec, &mut out);
         out
     }
 
