@@ -284,3 +284,48 @@ fn client_mode_reads_from_a_server_and_reconnects() {
     assert!(r.exit(30).success(), "{}", r.log());
     assert_eq!(got.len(), 200);
 }
+
+/// Client mode over TLS, against openssl's s_server: the server's certificate is verified
+/// against our authority and its subject reported.
+#[test]
+fn client_mode_over_tls_verifies_the_server() {
+    let dir = temp_dir("tcp", "client-tls");
+    let Some(c) = certs(&dir.join("certs")) else {
+        return;
+    };
+    let out = dir.join("out.json");
+    let port = free_port();
+    let mut server = Command::new("openssl")
+        .args(["s_server", "-quiet", "-accept", &port.to_string()])
+        .arg("-cert")
+        .arg(&c.server_cert)
+        .arg("-key")
+        .arg(&c.server_key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(connect(port));
+    let config = format!(
+        r#"input {{ tcp {{ mode => "client" host => "127.0.0.1" port => {port} ecs_compatibility => disabled
+             ssl_enabled => true ssl_certificate_authorities => ["{}"] }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        c.ca.display(),
+        out.display()
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    // Time for sluice to connect (s_server takes one connection at a time).
+    std::thread::sleep(Duration::from_secs(3));
+    let mut stdin = server.stdin.take().unwrap();
+    stdin.write_all(b"over tls one\nover tls two\n").unwrap();
+    stdin.flush().unwrap();
+    let got = wait_for(&out, 2, 30);
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+    let _ = server.kill();
+    let _ = server.wait();
+    let messages: Vec<&str> = got.iter().filter_map(|e| e["message"].as_str()).collect();
+    assert_eq!(messages, ["over tls one", "over tls two"]);
+    assert_eq!(got[0]["sslsubject"], "CN=server", "{}", got[0]);
+}

@@ -437,3 +437,100 @@ fn oid_text(oid: &[u8]) -> String {
     }
     out
 }
+
+/// A rustls client configuration from [`Tls`] (a client of a plain TCP protocol: the tcp
+/// input's client mode): the authorities given (else the system's), the client certificate
+/// if any, and no server check at all with `ssl_verification_mode => none`.
+pub fn client_config(tls: &Tls) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = if tls.verify {
+        let mut roots = rustls::RootCertStore::empty();
+        match &tls.ca {
+            Some(pem) => {
+                for c in CertificateDer::pem_slice_iter(pem) {
+                    roots
+                        .add(c.map_err(|e| format!("ssl_certificate_authorities: {e}"))?)
+                        .map_err(|e| format!("ssl_certificate_authorities: {e}"))?;
+                }
+            }
+            None => {
+                for c in rustls_native_certs::load_native_certs().certs {
+                    let _ = roots.add(c);
+                }
+            }
+        }
+        builder.with_root_certificates(roots)
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+    };
+    let config = match &tls.client {
+        Some((cert, key)) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("ssl_certificate: {e}"))?;
+            let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| format!("ssl_key: {e}"))?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| format!("ssl_certificate: {e}"))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    Ok(Arc::new(config))
+}
+
+/// `ssl_verification_mode => none`: any server certificate is accepted (signatures are still
+/// checked, so the session is still encrypted to whoever answered).
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,6 +1,8 @@
 //! `tcp`: events from TCP connections, as Logstash's tcp input: a server (`mode => server`, the
 //! default) that accepts connections, or a client (`mode => client`) that connects to
-//! `host:port` and reconnects. Each connection decodes with its own copy of the codec (`line`
+//! `host:port` and reconnects (over TLS with `ssl_enabled`: `ssl_certificate_authorities`,
+//! `ssl_certificate`/`ssl_key` for a client certificate, `ssl_verification_mode`). Each
+//! connection decodes with its own copy of the codec (`line`
 //! by default; `plain` and `json` become `line` and `json_lines`, as Logstash does for stream
 //! inputs), and what is left at its end is flushed. The bytes of each read become one batch.
 //!
@@ -32,6 +34,12 @@ pub struct TcpInput {
     port: u16,
     client_mode: bool,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// Client mode over TLS: the configuration and the server's name.
+    client_tls: Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+        bool,
+    )>,
     handshake_timeout: Duration,
     shared: Arc<Shared>,
 }
@@ -99,21 +107,22 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             .map_err(|e| opts.error("max_line_size", e))?
             .max(1) as usize,
     };
+    let mut client_tls = None;
     if client_mode {
-        if opts.boolean("ssl_enabled")? == Some(true) {
+        if opts.has("ssl_client_authentication") {
+            opts.take("ssl_client_authentication");
             return Err(opts.error(
-                "ssl_enabled",
-                "TLS in client mode is not supported yet (it is in server mode)",
+                "ssl_client_authentication",
+                "applies to server mode (use ssl_verification_mode in client mode)",
             ));
         }
-        for o in ["ssl_client_authentication", "ssl_certificate", "ssl_key"] {
-            if opts.has(o) {
-                opts.take(o);
-                return Err(opts.error(o, "applies to server mode only here"));
-            }
+        if let Some(t) = crate::tls::read(opts, crate::tls::Names::Elasticsearch, false)? {
+            let config = crate::tls::client_config(&t).map_err(|e| opts.plugin_error(e))?;
+            let name = rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|e| opts.error("host", format!("not a TLS server name: {e}")))?;
+            client_tls = Some((config, name, t.verify));
         }
-    }
-    if opts.has("ssl_verification_mode") {
+    } else if opts.has("ssl_verification_mode") {
         opts.take("ssl_verification_mode");
         return Err(opts.error(
             "ssl_verification_mode",
@@ -125,10 +134,12 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     } else {
         crate::tls::read_server(opts)?
     };
-    // The client certificate's subject is reported when TLS asks for one.
+    // The client certificate's subject is reported when TLS asks for one; in client mode,
+    // the server's when it is verified.
     let subject = tls
         .as_ref()
-        .is_some_and(|t| t.client_auth != crate::tls::ClientAuth::None);
+        .is_some_and(|t| t.client_auth != crate::tls::ClientAuth::None)
+        || client_tls.as_ref().is_some_and(|(_, _, verify)| *verify);
     let tls = tls.map(|t| t.config);
     let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000).max(1);
     let f = |s: &str| FieldRef::parse(s).expect("a valid field reference");
@@ -155,6 +166,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         host,
         port,
         client_mode,
+        client_tls,
         handshake_timeout: Duration::from_millis(handshake_timeout as u64),
         shared: Arc::new(Shared {
             codec: std::sync::Mutex::new(codec),
@@ -218,25 +230,41 @@ impl TcpInput {
         while !ctx.is_stopping() {
             match net::connect(&self.host, self.port).await {
                 Ok(stream) => {
-                    outage.recovered(&target);
                     if self.shared.keep_alive {
                         net::set_keep_alive(&stream);
                     }
                     let addr = stream
                         .peer_addr()
                         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], self.port)));
+                    let (conn, certificate): (Box<dyn Conn>, _) = match &self.client_tls {
+                        None => (Box::new(stream), None),
+                        Some((config, name, _)) => {
+                            let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
+                            match connector.connect(name.clone(), stream).await {
+                                Ok(tls) => {
+                                    let cert = (tls.get_ref().1.peer_certificates())
+                                        .and_then(|c| c.first())
+                                        .map(|c| c.as_ref().to_vec());
+                                    (Box::new(tls), cert)
+                                }
+                                Err(e) => {
+                                    outage.failed(&target, &format!("TLS handshake: {e}"));
+                                    tokio::select! {
+                                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                                        _ = net::stopping(ctx) => {}
+                                    }
+                                    continue;
+                                }
+                            }
+                        }
+                    };
+                    outage.recovered(&target);
                     let peer = Peer {
                         addr,
-                        certificate: None,
+                        certificate,
                         tls: None,
                     };
-                    connection(
-                        Box::new(stream),
-                        peer,
-                        Arc::clone(&self.shared),
-                        ctx.clone(),
-                    )
-                    .await;
+                    connection(conn, peer, Arc::clone(&self.shared), ctx.clone()).await;
                 }
                 Err(e) => outage.failed(&target, &e),
             }
