@@ -3,6 +3,7 @@
 //! and an HTTP server that answers 503 for a while (the output retries) and 400 to one event
 //! (dropped, not retried).
 
+mod net_support;
 mod run_support;
 
 use std::collections::BTreeSet;
@@ -198,4 +199,52 @@ fn http_output_retries_503_drops_400_and_batches() {
         "only the refused batch is missing: {missing:?}"
     );
     assert!(r.log().contains("non-retryable"), "{}", r.log());
+}
+
+/// Over TLS, to openssl's s_server, which prints what it receives.
+#[test]
+fn tcp_output_over_tls() {
+    let dir = temp_dir("out", "tcp-tls");
+    let Some(c) = net_support::certs(&dir.join("certs")) else {
+        return;
+    };
+    let port = net_support::free_port();
+    let mut server = std::process::Command::new("openssl")
+        .args(["s_server", "-quiet", "-accept", &port.to_string()])
+        .arg("-cert")
+        .arg(&c.server_cert)
+        .arg("-key")
+        .arg(&c.server_key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "s_server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let total = 50;
+    let config = format!(
+        r#"input {{ generator {{ count => {total} message => "m" }} }}
+           output {{ tcp {{ host => "127.0.0.1" port => {port} codec => json_lines reconnect_interval => 1
+                     ssl_enabled => true ssl_certificate_authorities => ["{}"] }} }}"#,
+        c.ca.display()
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(server.stdout.take().unwrap());
+    while ns(&lines).len() < total {
+        let mut l = String::new();
+        if reader.read_line(&mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        lines.push(l.trim_end().to_owned());
+    }
+    assert!(r.exit(60).success(), "{}", r.log());
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(ns(&lines).len(), total);
 }
