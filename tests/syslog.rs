@@ -173,3 +173,44 @@ fn syslog_pri_decodes_priorities() {
     assert_eq!(all[2]["tags"][0], "_syslogpriparsefailure");
     assert!(all[2].get("syslog_severity").is_none());
 }
+
+#[test]
+fn proxy_protocol_names_the_client() {
+    let dir = temp_dir("syslog", "proxy");
+    let out = dir.join("out.json");
+    let port = free_port();
+    let config = format!(
+        r#"input {{ syslog {{ port => {port} host => "127.0.0.1" proxy_protocol => true }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut tcp = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) => {
+                assert!(Instant::now() < deadline, "not listening:\n{}", r.log());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    tcp.write_all(
+        b"PROXY TCP4 10.9.8.7 10.0.0.1 5555 514\r\n<13>Nov 24 10:00:00 web1 app: via proxy\n",
+    )
+    .unwrap();
+    drop(tcp);
+    // Without the header: closed, nothing read.
+    let mut bad = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    bad.write_all(b"<13>Nov 24 10:00:00 web1 app: no header\n")
+        .unwrap();
+    drop(bad);
+    let all = events(&out, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+    let all_now = events(&out, 1);
+    assert_eq!(all_now.len(), 1, "{all_now:?}");
+    assert_eq!(all[0]["host"]["ip"], "10.9.8.7", "{}", all[0]);
+    assert_eq!(all[0]["message"], "via proxy\n", "{}", all[0]);
+}

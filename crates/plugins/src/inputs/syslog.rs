@@ -19,7 +19,8 @@
 //! `severity_label`, `logsource`, `program`, `pid`, `timestamp`; with ECS:
 //! `[log][syslog][priority]`, `[log][syslog][facility][code|name]`,
 //! `[log][syslog][severity][code|name]`, `[host][hostname]`, `[process][name|pid]`,
-//! `[service][type]`. RFC 5424 adds `msgid` and `structured_data` (`[log][syslog][msgid]`,
+//! `[service][type]`. With `proxy_protocol`, a TCP connection's first line is a PROXY v1
+//! header, and the address it names is the client's. RFC 5424 adds `msgid` and `structured_data` (`[log][syslog][msgid]`,
 //! `[log][syslog][structured_data]`).
 
 use std::net::UdpSocket;
@@ -90,6 +91,8 @@ struct Shared {
     facility_labels: Vec<String>,
     severity_labels: Vec<String>,
     service_type: String,
+    /// TCP connections start with a PROXY v1 header naming the real client.
+    proxy_protocol: bool,
     f: Fields,
     counters: Arc<NamedCounters>,
 }
@@ -148,12 +151,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let timezone = opts.string("timezone")?;
     let locale = opts.string("locale")?;
     let service_type = opts.string_or("service_type", "system")?;
-    if opts.boolean_or("proxy_protocol", false)? {
-        return Err(opts.error(
-            "proxy_protocol",
-            "is not supported by the syslog input yet (the tcp input supports it)",
-        ));
-    }
+    let proxy_protocol = opts.boolean_or("proxy_protocol", false)?;
     let codec = opts.codec("plain")?;
     let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
     let mut date_extra = String::new();
@@ -233,6 +231,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             facility_labels,
             severity_labels,
             service_type,
+            proxy_protocol,
             f: fields,
             counters: Arc::new(NamedCounters::with_paths(&[
                 "current_connections",
@@ -495,8 +494,9 @@ async fn tcp_connection(
     let c = &shared.counters;
     c.add_with_peak("current_connections", 1, "peak_connections");
     let mut relay = shared.relay();
-    let ip = peer.addr.ip().to_string();
+    let mut ip = peer.addr.ip().to_string();
     let mut buf: Vec<u8> = Vec::new();
+    let mut header_pending = shared.proxy_protocol;
     let mut chunk = net::ReadBuffer::default();
     loop {
         let n = tokio::select! {
@@ -515,6 +515,25 @@ async fn tcp_connection(
         }
         buf.extend_from_slice(chunk.get(n));
         chunk.filled(n);
+        if header_pending {
+            // As Logstash: the first line must be the PROXY header; its source is the client.
+            let Some(end) = buf.iter().position(|&b| b == b'\n') else {
+                if buf.len() > 107 {
+                    tracing::warn!(client = %peer.addr, "syslog input: no PROXY protocol header; closing the connection");
+                    break;
+                }
+                continue;
+            };
+            let header = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let parts: Vec<&str> = header.split_whitespace().collect();
+            if parts.first() != Some(&"PROXY") || parts.len() < 3 {
+                tracing::warn!(client = %peer.addr, "syslog input: expected a PROXY protocol header, got {header:?}; closing the connection");
+                break;
+            }
+            ip = parts[2].to_owned();
+            buf.drain(..end + 1);
+            header_pending = false;
+        }
         let mut events = Vec::new();
         let mut start = 0;
         while let Some(i) = buf[start..].iter().position(|&b| b == b'\n') {
