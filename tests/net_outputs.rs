@@ -248,3 +248,45 @@ fn tcp_output_over_tls() {
     let _ = server.wait();
     assert_eq!(ns(&lines).len(), total);
 }
+
+/// Server mode: every connected client gets every event.
+#[test]
+fn tcp_output_server_mode_sends_to_every_client() {
+    let dir = temp_dir("out", "tcp-server");
+    let port = net_support::free_port();
+    let config = format!(
+        r#"input {{ stdin {{ }} }}
+           output {{ tcp {{ mode => "server" host => "127.0.0.1" port => {port} codec => line {{ format => "%{{message}}" }} }} }}"#
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::piped(), Stdio::null());
+    let connect = || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => return s,
+                Err(_) => {
+                    assert!(Instant::now() < deadline, "not listening");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    };
+    let clients = [connect(), connect()];
+    std::thread::sleep(Duration::from_millis(500));
+    let mut stdin = r.child.stdin.take().unwrap();
+    for i in 0..100 {
+        writeln!(stdin, "line {i}").unwrap();
+    }
+    drop(stdin);
+    for c in clients {
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let got: Vec<String> = BufReader::new(c)
+            .lines()
+            .take(100)
+            .map(|l| l.unwrap())
+            .collect();
+        assert_eq!(got.len(), 100);
+        assert_eq!(got[99], "line 99");
+    }
+    assert!(r.exit(30).success(), "{}", r.log());
+}

@@ -1,14 +1,17 @@
-//! `tcp`: writes encoded events to a TCP connection, as Logstash's tcp output in client mode
-//! (its default): to `host:port`, connecting again `reconnect_interval` seconds after a failure
-//! (server mode is not supported yet, and refused), over TLS with `ssl_enabled`
-//! (`ssl_certificate_authorities` or the system's, `ssl_certificate`/`ssl_key`,
-//! `ssl_verification_mode`). The codec is `json` by default
+//! `tcp`: writes encoded events to TCP connections, as Logstash's tcp output. In client mode
+//! (the default) to `host:port`, connecting again `reconnect_interval` seconds after a failure,
+//! over TLS with `ssl_enabled` (`ssl_certificate_authorities` or the system's,
+//! `ssl_certificate`/`ssl_key`, `ssl_verification_mode`). In server mode (`mode => server`,
+//! without TLS here) it listens on `host:port` and sends every event to every client connected
+//! at the time (none connected: the events go nowhere, as in Logstash); a client that cannot
+//! take a batch is dropped. The codec is `json` by default
 //! (events back to back, as Logstash writes them; `json_lines` puts one per line). A batch is
 //! encoded into one buffer and written with one call; when the write fails, the connection is
 //! dropped and the batch retried, so events go out at least once.
 
 use std::io::Write;
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,6 +20,9 @@ use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteCon
 
 /// A connection, plain or TLS.
 type Stream = Box<dyn Write + Send>;
+
+/// Server mode's connected clients.
+type Clients = Arc<Mutex<Vec<TcpStream>>>;
 
 pub struct TcpOutput {
     target: String,
@@ -28,6 +34,43 @@ pub struct TcpOutput {
         Arc<rustls::ClientConfig>,
         rustls::pki_types::ServerName<'static>,
     )>,
+    /// Server mode: the connected clients, and the accepting thread's stop flag.
+    server: Option<(Clients, Arc<AtomicBool>)>,
+}
+
+/// Server mode's accepting thread: binds (retrying while the address is taken: a reloaded
+/// pipeline's predecessor may still hold it) and takes clients until `stop`.
+fn accept_clients(target: String, clients: Clients, stop: Arc<AtomicBool>) {
+    let mut warned = false;
+    let listener = loop {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match TcpListener::bind(&target) {
+            Ok(l) => break l,
+            Err(e) => {
+                if !warned {
+                    tracing::warn!("tcp output: cannot listen on {target}: {e}; retrying");
+                    warned = true;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    };
+    if listener.set_nonblocking(true).is_err() {
+        return;
+    }
+    tracing::info!("tcp output listening on {target}");
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((s, _)) => {
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_nodelay(true);
+                clients.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
@@ -39,9 +82,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         .ok()
         .filter(|p| *p > 0)
         .ok_or_else(|| opts.error("port", format!("{port} is not a port (1-65535)")))?;
-    if opts.choice("mode", &["client", "server"], "client")? == "server" {
-        return Err(opts.error("mode", "server mode is not supported yet (client mode is)"));
-    }
+    let server_mode = opts.choice("mode", &["client", "server"], "client")? == "server";
     let reconnect = opts.int("reconnect_interval")?.unwrap_or(10);
     if reconnect < 0 {
         return Err(opts.error("reconnect_interval", "must be 0 or more seconds"));
@@ -66,14 +107,33 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
             Some((config, name))
         }
     };
+    if server_mode && tls.is_some() {
+        return Err(opts.error(
+            "ssl_enabled",
+            "TLS in server mode is not supported yet (it is in client mode)",
+        ));
+    }
     let codec = opts.codec("json")?;
     let target = format!("{host}:{port}");
+    let server = if server_mode {
+        let clients: Clients = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, st, t) = (Arc::clone(&clients), Arc::clone(&stop), target.clone());
+        std::thread::Builder::new()
+            .name(format!("tcp-out-{port}"))
+            .spawn(move || accept_clients(t, c, st))
+            .map_err(|e| opts.plugin_error(format!("tcp output: {e}")))?;
+        Some((clients, stop))
+    } else {
+        None
+    };
     Ok(Box::new(TcpOutput {
         target,
         codec: Mutex::new(codec),
         reconnect: Duration::from_secs(reconnect as u64),
         conn: Mutex::new((None, None)),
         tls,
+        server,
     }))
 }
 
@@ -85,6 +145,11 @@ impl Output for TcpOutput {
             for e in events {
                 codec.encode(e, &mut buf);
             }
+        }
+        if let Some((clients, _)) = &self.server {
+            let mut clients = clients.lock().unwrap_or_else(|e| e.into_inner());
+            clients.retain_mut(|s| s.write_all(&buf).is_ok());
+            return Ok(());
         }
         let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if c.0.is_none() {
@@ -136,5 +201,20 @@ impl Output for TcpOutput {
             )));
         }
         Ok(())
+    }
+
+    fn close(&self) -> Result<(), OutputError> {
+        if let Some((_, stop)) = &self.server {
+            stop.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TcpOutput {
+    fn drop(&mut self) {
+        if let Some((_, stop)) = &self.server {
+            stop.store(true, Ordering::Relaxed);
+        }
     }
 }
