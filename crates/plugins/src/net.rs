@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_event::Event;
-use sluice_pipeline::{InputContext, Stopped};
+use sluice_pipeline::{ConfigError, InputContext, Options, Stopped};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -30,6 +30,64 @@ pub struct Peer {
     /// The TLS version and cipher suite, as Java names them (`TLSv1.3`,
     /// `TLS_AES_256_GCM_SHA384`), for a TLS connection.
     pub tls: Option<(String, String)>,
+}
+
+/// A port option (1-65535): `default` when absent, or an error when there is none.
+pub fn port(opts: &mut Options, name: &str, default: Option<u16>) -> Result<u16, ConfigError> {
+    let Some(p) = opts.int(name)? else {
+        return default.ok_or_else(|| {
+            opts.plugin_error(format!(
+                "missing required setting {name:?} for {} plugin {:?}",
+                opts.kind().as_str(),
+                opts.plugin_name()
+            ))
+        });
+    };
+    u16::try_from(p)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| opts.error(name, format!("{p} is not a port (1-65535)")))
+}
+
+/// Where and how a network input listens; [`Listen::run`] serves it until the pipeline stops.
+pub struct Listen {
+    pub input: &'static str,
+    pub host: String,
+    pub port: u16,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub handshake_timeout: Duration,
+    pub keep_alive: bool,
+    /// The runtime's worker threads.
+    pub threads: usize,
+}
+
+impl Listen {
+    /// Starts the input's runtime, listens, and runs `handle` for each connection (see
+    /// [`serve`]) until the pipeline stops its inputs.
+    pub fn run<F, Fut>(&self, ctx: &InputContext, handle: F) -> Result<(), String>
+    where
+        F: Fn(Box<dyn Conn>, Peer) -> Fut + Clone + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let rt = runtime(self.input, self.threads)?;
+        let result = rt.block_on(async {
+            let listener = bind(self.input, &self.host, self.port).await?;
+            tracing::info!(address = %format!("{}:{}", self.host, self.port), tls = self.tls.is_some(), "{} input listening", self.input);
+            serve(
+                self.input,
+                listener,
+                self.tls.clone(),
+                self.handshake_timeout,
+                self.keep_alive,
+                ctx,
+                handle,
+            )
+            .await;
+            Ok(())
+        });
+        rt.shutdown_timeout(Duration::from_secs(1));
+        result
+    }
 }
 
 /// A multi-threaded runtime for one input's connections (`threads` workers).

@@ -34,11 +34,7 @@ use crate::ecs::Ecs;
 use crate::net::{self, Peer};
 
 pub struct HttpInput {
-    host: String,
-    port: u16,
-    threads: usize,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    handshake_timeout: Duration,
+    listen: net::Listen,
     shared: Arc<Shared>,
 }
 
@@ -60,13 +56,7 @@ struct Shared {
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let host = opts.string_or("host", "0.0.0.0")?;
-    let port = match opts.int("port")? {
-        None => 8080,
-        Some(p) => u16::try_from(p)
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| opts.error("port", format!("{p} is not a port (1-65535)")))?,
-    };
+    let port = net::port(opts, "port", Some(8080))?;
     let ecs = Ecs::from_options(opts)?;
     let user = opts.string("user")?;
     let password = opts.string("password")?;
@@ -138,11 +128,15 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let tls = crate::tls::read_server(opts)?.map(|t| t.config);
     let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000).max(1);
     Ok(Box::new(HttpInput {
-        host,
-        port,
-        threads,
-        tls,
-        handshake_timeout: Duration::from_millis(handshake_timeout as u64),
+        listen: net::Listen {
+            input: "http",
+            host,
+            port,
+            tls,
+            handshake_timeout: Duration::from_millis(handshake_timeout as u64),
+            keep_alive: false,
+            threads,
+        },
         shared: Arc::new(Shared {
             codec: std::sync::Mutex::new(codec),
             additional,
@@ -166,43 +160,26 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 
 impl Input for HttpInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        let rt = net::runtime("http", self.threads)?;
-        let result = rt.block_on(async {
-            let listener = net::bind("http", &self.host, self.port).await?;
-            tracing::info!(address = %format!("{}:{}", self.host, self.port), tls = self.tls.is_some(), "http input listening");
-            let shared = Arc::clone(&self.shared);
-            let ctx2 = ctx.clone();
-            net::serve(
-                "http",
-                listener,
-                self.tls.clone(),
-                self.handshake_timeout,
-                false,
-                ctx,
-                move |conn, peer| {
+        let shared = Arc::clone(&self.shared);
+        let ctx2 = ctx.clone();
+        self.listen.run(ctx, move |conn, peer| {
+            let shared = Arc::clone(&shared);
+            let ctx = ctx2.clone();
+            async move {
+                let service = hyper::service::service_fn(move |req| {
                     let shared = Arc::clone(&shared);
-                    let ctx = ctx2.clone();
-                    async move {
-                        let service = hyper::service::service_fn(move |req| {
-                            let shared = Arc::clone(&shared);
-                            let ctx = ctx.clone();
-                            let peer = peer.clone();
-                            async move { Ok::<_, Infallible>(handle(req, &peer, &shared, &ctx).await) }
-                        });
-                        let mut http = hyper::server::conn::http1::Builder::new();
-                        http.timer(hyper_util::rt::TokioTimer::new())
-                            .header_read_timeout(Duration::from_secs(30));
-                        if let Err(e) = http.serve_connection(TokioIo::new(conn), service).await {
-                            tracing::debug!("http input: connection ended: {e}");
-                        }
-                    }
-                },
-            )
-            .await;
-            Ok::<(), String>(())
-        });
-        rt.shutdown_timeout(Duration::from_secs(1));
-        result
+                    let ctx = ctx.clone();
+                    let peer = peer.clone();
+                    async move { Ok::<_, Infallible>(handle(req, &peer, &shared, &ctx).await) }
+                });
+                let mut http = hyper::server::conn::http1::Builder::new();
+                http.timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(Duration::from_secs(30));
+                if let Err(e) = http.serve_connection(TokioIo::new(conn), service).await {
+                    tracing::debug!("http input: connection ended: {e}");
+                }
+            }
+        })
     }
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {

@@ -124,13 +124,7 @@ struct Relay {
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let host = opts.string_or("host", "0.0.0.0")?;
-    let port = match opts.int("port")? {
-        None => 514,
-        Some(p) => u16::try_from(p)
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| opts.error("port", format!("{p} is not a port (1-65535)")))?,
-    };
+    let port = net::port(opts, "port", Some(514))?;
     let ecs = Ecs::from_options(opts)?;
     let mode = if ecs.enabled() { "v1" } else { "disabled" };
     let syslog_field = opts.string_or("syslog_field", "message")?;

@@ -30,17 +30,15 @@ use crate::ecs::Ecs;
 use crate::net::{self, Conn, Peer};
 
 pub struct TcpInput {
-    host: String,
-    port: u16,
+    /// Server mode's address and TLS; client mode's server (`host`, `port`).
+    listen: net::Listen,
     client_mode: bool,
-    tls: Option<Arc<rustls::ServerConfig>>,
     /// Client mode over TLS: the configuration and the server's name.
     client_tls: Option<(
         Arc<rustls::ClientConfig>,
         rustls::pki_types::ServerName<'static>,
         bool,
     )>,
-    handshake_timeout: Duration,
     shared: Arc<Shared>,
 }
 
@@ -94,7 +92,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         ));
     }
     let host = opts.string_or("host", "0.0.0.0")?;
-    let port = super::beats::port(opts, "port")?;
+    let port = net::port(opts, "port", None)?;
     let client_mode = opts.choice("mode", &["server", "client"], "server")? == "client";
     let ecs = Ecs::from_options(opts)?;
     let codec = opts.codec_streaming("line", &[("plain", "line"), ("json", "json_lines")])?;
@@ -163,11 +161,17 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         }
     };
     Ok(Box::new(TcpInput {
-        host,
-        port,
+        listen: net::Listen {
+            input: "tcp",
+            host,
+            port,
+            tls,
+            handshake_timeout: Duration::from_millis(handshake_timeout as u64),
+            keep_alive,
+            threads: 2,
+        },
         client_mode,
         client_tls,
-        handshake_timeout: Duration::from_millis(handshake_timeout as u64),
         shared: Arc::new(Shared {
             codec: std::sync::Mutex::new(codec),
             fields,
@@ -181,39 +185,24 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
                 "peak_connections",
             ])),
         }),
-        tls,
     }))
 }
 
 impl Input for TcpInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        let rt = net::runtime("tcp", 2)?;
-        let result = rt.block_on(async {
-            if self.client_mode {
-                return self.run_client(ctx).await;
-            }
-            let listener = net::bind("tcp", &self.host, self.port).await?;
-            tracing::info!(address = %format!("{}:{}", self.host, self.port), tls = self.tls.is_some(), "tcp input listening");
-            let shared = Arc::clone(&self.shared);
-            let ctx2 = ctx.clone();
-            net::serve(
-                "tcp",
-                listener,
-                self.tls.clone(),
-                self.handshake_timeout,
-                self.shared.keep_alive,
-                ctx,
-                move |conn, peer| {
-                    let shared = Arc::clone(&shared);
-                    let ctx = ctx2.clone();
-                    async move { connection(conn, peer, shared, ctx).await }
-                },
-            )
-            .await;
-            Ok(())
-        });
-        rt.shutdown_timeout(Duration::from_secs(1));
-        result
+        if self.client_mode {
+            let rt = net::runtime("tcp", 1)?;
+            let result = rt.block_on(self.run_client(ctx));
+            rt.shutdown_timeout(Duration::from_secs(1));
+            return result;
+        }
+        let shared = Arc::clone(&self.shared);
+        let ctx2 = ctx.clone();
+        self.listen.run(ctx, move |conn, peer| {
+            let shared = Arc::clone(&shared);
+            let ctx = ctx2.clone();
+            async move { connection(conn, peer, shared, ctx).await }
+        })
     }
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {
@@ -226,16 +215,17 @@ impl TcpInput {
     /// so that a server that is down is not hammered), until the pipeline stops.
     async fn run_client(&self, ctx: &InputContext) -> Result<(), String> {
         let outage = crate::retry::Outage::new("tcp input (client mode)", "the server");
-        let target = format!("{}:{}", self.host, self.port);
+        let (host, port) = (&self.listen.host, self.listen.port);
+        let target = format!("{host}:{port}");
         while !ctx.is_stopping() {
-            match net::connect(&self.host, self.port).await {
+            match net::connect(host, port).await {
                 Ok(stream) => {
                     if self.shared.keep_alive {
                         net::set_keep_alive(&stream);
                     }
                     let addr = stream
                         .peer_addr()
-                        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], self.port)));
+                        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], port)));
                     let (conn, certificate): (Box<dyn Conn>, _) = match &self.client_tls {
                         None => (Box::new(stream), None),
                         Some((config, name, _)) => {

@@ -34,7 +34,7 @@ pub struct UdpInput {
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let host = opts.string_or("host", "0.0.0.0")?;
-    let port = super::beats::port(opts, "port")?;
+    let port = crate::net::port(opts, "port", None)?;
     let buffer_size = opts.int("buffer_size")?.unwrap_or(65536);
     if !(1..=65536).contains(&buffer_size) {
         return Err(opts.error("buffer_size", "must be between 1 and 65536"));

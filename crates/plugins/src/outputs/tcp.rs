@@ -75,13 +75,7 @@ fn accept_clients(target: String, clients: Clients, stop: Arc<AtomicBool>) {
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     let host = opts.required_string("host")?;
-    let port = opts.int("port")?.ok_or_else(|| {
-        opts.plugin_error("missing required setting \"port\" for output plugin \"tcp\"")
-    })?;
-    let port = u16::try_from(port)
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(|| opts.error("port", format!("{port} is not a port (1-65535)")))?;
+    let port = crate::net::port(opts, "port", None)?;
     let server_mode = opts.choice("mode", &["client", "server"], "client")? == "server";
     let reconnect = opts.int("reconnect_interval")?.unwrap_or(10);
     if reconnect < 0 {

@@ -19,13 +19,7 @@ pub struct UdpOutput {
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     let host = opts.required_string("host")?;
-    let port = opts.int("port")?.ok_or_else(|| {
-        opts.plugin_error("missing required setting \"port\" for output plugin \"udp\"")
-    })?;
-    let port = u16::try_from(port)
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(|| opts.error("port", format!("{port} is not a port (1-65535)")))?;
+    let port = crate::net::port(opts, "port", None)?;
     let retries = opts.int("retry_count")?.unwrap_or(0);
     let backoff = opts.int("retry_backoff_ms")?.unwrap_or(10);
     if retries < 0 || backoff < 0 {

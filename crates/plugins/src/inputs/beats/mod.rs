@@ -38,11 +38,7 @@ use protocol::{Frame, ProtocolError};
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 pub struct BeatsInput {
-    host: String,
-    port: u16,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    handshake_timeout: Duration,
-    threads: usize,
+    listen: net::Listen,
     shared: Arc<Shared>,
 }
 
@@ -87,7 +83,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         }
     }
     let host = opts.string_or("host", "0.0.0.0")?;
-    let port = port(opts, "port")?;
+    let port = net::port(opts, "port", None)?;
     let ecs = Ecs::from_options(opts)?;
     let enrich_given = opts.has("enrich");
     let enrich = opts
@@ -202,11 +198,15 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         (field("[@metadata][ip_address]"), field("host"))
     };
     Ok(Box::new(BeatsInput {
-        host,
-        port,
-        tls,
-        handshake_timeout: Duration::from_millis(handshake_timeout as u64),
-        threads,
+        listen: net::Listen {
+            input: "beats",
+            host,
+            port,
+            tls,
+            handshake_timeout: Duration::from_millis(handshake_timeout as u64),
+            keep_alive: false,
+            threads,
+        },
         shared: Arc::new(Shared {
             plain,
             codec_tag: format!("beats_input_codec_{codec_name}_applied"),
@@ -237,46 +237,15 @@ struct PeerFields {
     cipher: FieldRef,
 }
 
-/// A port option: required, 1-65535.
-pub fn port(opts: &mut Options, name: &str) -> Result<u16, ConfigError> {
-    let Some(p) = opts.int(name)? else {
-        return Err(opts.plugin_error(format!(
-            "missing required setting {name:?} for input plugin {:?}",
-            opts.plugin_name()
-        )));
-    };
-    u16::try_from(p)
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(|| opts.error(name, format!("{p} is not a port (1-65535)")))
-}
-
 impl Input for BeatsInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        let rt = net::runtime("beats", self.threads)?;
-        let result = rt.block_on(async {
-            let listener = net::bind("beats", &self.host, self.port).await?;
-            tracing::info!(address = %format!("{}:{}", self.host, self.port), tls = self.tls.is_some(), "beats input listening");
-            let shared = Arc::clone(&self.shared);
-            let ctx2 = ctx.clone();
-            net::serve(
-                "beats",
-                listener,
-                self.tls.clone(),
-                self.handshake_timeout,
-                false,
-                ctx,
-                move |conn, peer| {
-                    let shared = Arc::clone(&shared);
-                    let ctx = ctx2.clone();
-                    async move { connection(conn, peer, shared, ctx).await }
-                },
-            )
-            .await;
-            Ok::<(), String>(())
-        });
-        rt.shutdown_timeout(Duration::from_secs(1));
-        result
+        let shared = Arc::clone(&self.shared);
+        let ctx2 = ctx.clone();
+        self.listen.run(ctx, move |conn, peer| {
+            let shared = Arc::clone(&shared);
+            let ctx = ctx2.clone();
+            async move { connection(conn, peer, shared, ctx).await }
+        })
     }
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {
