@@ -528,6 +528,14 @@ async fn tcp_connection(
             buf.drain(..end + 1);
             header_pending = false;
         }
+        // Only the new bytes can hold the end of the pending line.
+        if !buf[buf.len().saturating_sub(n)..].contains(&b'\n') {
+            if buf.len() > 16 << 20 {
+                tracing::warn!(client = %peer.addr, "syslog input: a line of more than 16 MiB; closing the connection");
+                break;
+            }
+            continue;
+        }
         let mut events = Vec::new();
         let mut start = 0;
         while let Some(i) = buf[start..].iter().position(|&b| b == b'\n') {

@@ -218,7 +218,12 @@ impl TcpInput {
         let (host, port) = (&self.listen.host, self.listen.port);
         let target = format!("{host}:{port}");
         while !ctx.is_stopping() {
-            match net::connect(host, port).await {
+            let attempt = tokio::time::timeout(Duration::from_secs(10), net::connect(host, port));
+            let attempt = tokio::select! {
+                r = attempt => r.unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connecting timed out"))),
+                _ = net::stopping(ctx) => return Ok(()),
+            };
+            match attempt {
                 Ok(stream) => {
                     if self.shared.keep_alive {
                         net::set_keep_alive(&stream);
@@ -230,7 +235,15 @@ impl TcpInput {
                         None => (Box::new(stream), None),
                         Some((config, name, _)) => {
                             let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
-                            match connector.connect(name.clone(), stream).await {
+                            let handshake = tokio::time::timeout(
+                                Duration::from_secs(10),
+                                connector.connect(name.clone(), stream),
+                            );
+                            let handshake = tokio::select! {
+                                r = handshake => r.unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out"))),
+                                _ = net::stopping(ctx) => return Ok(()),
+                            };
+                            match handshake {
                                 Ok(tls) => {
                                     let cert = (tls.get_ref().1.peer_certificates())
                                         .and_then(|c| c.first())

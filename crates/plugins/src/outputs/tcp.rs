@@ -18,6 +18,22 @@ use std::time::{Duration, Instant};
 use sluice_event::Event;
 use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
+/// How long a write may block before the connection counts as broken.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connects with a bounded wait to each of `target`'s addresses.
+fn connect(target: &str) -> std::io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = None;
+    for addr in target.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(10)) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address")))
+}
+
 /// A connection, plain or TLS.
 type Stream = Box<dyn Write + Send>;
 
@@ -66,6 +82,8 @@ fn accept_clients(target: String, clients: Clients, stop: Arc<AtomicBool>) {
             Ok((s, _)) => {
                 let _ = s.set_nonblocking(false);
                 let _ = s.set_nodelay(true);
+                // A client that stops reading is dropped, not waited for.
+                let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
                 clients.lock().unwrap_or_else(|e| e.into_inner()).push(s);
             }
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
@@ -157,9 +175,10 @@ impl Output for TcpOutput {
                     )));
                 }
             }
-            match TcpStream::connect(&self.target) {
+            match connect(&self.target) {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
+                    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
                     let w: Stream = match &self.tls {
                         None => Box::new(s),
                         Some((config, name)) => {

@@ -10,7 +10,8 @@ use sluice_event::Event;
 use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
 pub struct UdpOutput {
-    target: String,
+    /// Resolved once, when the output is built.
+    target: std::net::SocketAddr,
     socket: UdpSocket,
     codec: Mutex<Box<dyn Codec>>,
     retries: u32,
@@ -28,7 +29,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         );
     }
     let codec = opts.codec("json")?;
-    let bind = if host.contains(':') {
+    use std::net::ToSocketAddrs;
+    let target = (host.as_str(), port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| opts.error("host", format!("cannot resolve {host:?}")))?;
+    let bind = if target.is_ipv6() {
         "[::]:0"
     } else {
         "0.0.0.0:0"
@@ -36,7 +43,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     let socket = UdpSocket::bind(bind)
         .map_err(|e| opts.plugin_error(format!("udp output: cannot open a socket: {e}")))?;
     Ok(Box::new(UdpOutput {
-        target: format!("{host}:{port}"),
+        target,
         socket,
         codec: Mutex::new(codec),
         retries: retries as u32,
@@ -53,7 +60,7 @@ impl Output for UdpOutput {
             codec.encode(e, &mut buf);
             let mut attempt = 0;
             loop {
-                match self.socket.send_to(&buf, &self.target) {
+                match self.socket.send_to(&buf, self.target) {
                     Ok(_) => break,
                     Err(err) if attempt < self.retries => {
                         attempt += 1;

@@ -34,6 +34,11 @@ use crate::ecs::Ecs;
 use crate::net::{self, Conn, Peer};
 use protocol::{Frame, ProtocolError};
 
+/// The largest window taken: events are held until their window is complete, so a client
+/// announcing millions (or sending frames without a window) cannot make us hold them all.
+/// Beats send at most a few thousand (`bulk_max_size`); go-lumber's own server takes 10,000.
+const MAX_WINDOW: u32 = 100_000;
+
 /// How often a keep-alive goes out while a window waits for the queue (Logstash: 5 s).
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
 
@@ -374,6 +379,11 @@ async fn step<W: AsyncWriteExt + Unpin>(
                     finish(w, wr, ctx).await?;
                 }
             }
+            if count > MAX_WINDOW {
+                return Err(format!(
+                    "malformed frame: a window of {count} events (more than {MAX_WINDOW})"
+                ));
+            }
             if count == 0 {
                 // As Logstash: an empty window gets the keep-alive ACK.
                 send(wr, &protocol::ack(version, 0)).await?;
@@ -411,6 +421,11 @@ async fn step<W: AsyncWriteExt + Unpin>(
             w.received += 1;
             w.highest = w.highest.max(seq);
         }
+    }
+    if window.as_ref().is_some_and(|w| w.received > MAX_WINDOW) {
+        return Err(format!(
+            "malformed frame: more than {MAX_WINDOW} events without a window that ends"
+        ));
     }
     if window.as_ref().is_some_and(|w| w.received >= w.size) {
         if let Some(w) = window.take() {

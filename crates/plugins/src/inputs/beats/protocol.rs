@@ -139,6 +139,11 @@ pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame<'_>, usize)>, Pro
             }
             let seq = u32_at(buf, 2);
             let count = u32_at(buf, 6) as usize;
+            // Each pair takes at least its two 4-byte lengths: refuse at once what cannot fit.
+            check(
+                "a data frame",
+                (count as u64 * 8).min(u32::MAX as u64) as u32,
+            )?;
             let mut at = 10;
             let mut pairs = Vec::with_capacity(count.min(1024));
             let mut total = 0usize;
@@ -152,7 +157,7 @@ pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame<'_>, usize)>, Pro
                         return Ok(None);
                     }
                     let len = check(what, u32_at(buf, at))?;
-                    total += len;
+                    total += len + 4;
                     check("a data frame", total.min(u32::MAX as usize) as u32)?;
                     if !need(at + 4 + len) {
                         return Ok(None);
@@ -180,7 +185,7 @@ pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Frame<'_>, usize)>, Pro
 
 /// The content of a compressed frame, inflated to at most `limit` bytes (see [`parse_all`]).
 pub fn inflate(data: &[u8], limit: usize) -> Result<Vec<u8>, ProtocolError> {
-    let mut out = Vec::with_capacity(data.len() * 4);
+    let mut out = Vec::with_capacity((data.len() * 4).min(limit));
     let mut z = flate2::read::ZlibDecoder::new(data).take(limit as u64 + 1);
     z.read_to_end(&mut out)
         .map_err(|e| ProtocolError::Inflate(e.to_string()))?;
@@ -304,6 +309,12 @@ mod tests {
         let big = [b'2', b'J', 0, 0, 0, 1, 0x7f, 0, 0, 0];
         assert!(matches!(
             parse(&big, 1 << 20),
+            Err(ProtocolError::TooLarge { .. })
+        ));
+        // Billions of empty pairs cannot make the server wait for (and buffer) them.
+        let pairs = [b'1', b'D', 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            parse(&pairs, 1 << 20),
             Err(ProtocolError::TooLarge { .. })
         ));
         assert_eq!(ack(b'2', 258), [b'2', b'A', 0, 0, 1, 2]);
