@@ -7,7 +7,7 @@
 //!
 //! While the queue is full, requests wait; past `threads` + `max_pending_requests` waiting
 //! requests, new ones get 429 at once (Logstash's answer) rather than piling up. A body over
-//! `max_content_length` gets 413, wrong credentials (`user`/`password`) 401; bad TLS closes the
+//! `max_content_length` gets 413, one that takes over 60 s to arrive 408, wrong credentials (`user`/`password`) 401; bad TLS closes the
 //! connection.
 //!
 //! Fields: the client's address in `host` (`[host][ip]` with ECS; `remote_host_target_field`),
@@ -187,6 +187,9 @@ impl Input for HttpInput {
     }
 }
 
+/// How long a request's body may take to arrive.
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
 fn reply(code: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     *r.status_mut() = code;
@@ -220,10 +223,12 @@ async fn handle(
         }
     }
     let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, shared.max_content_length)
-        .collect()
-        .await
-    {
+    // A client that trickles its body does not keep its slot for ever.
+    let collect = Limited::new(body, shared.max_content_length).collect();
+    let Ok(collected) = tokio::time::timeout(BODY_TIMEOUT, collect).await else {
+        return reply(StatusCode::REQUEST_TIMEOUT, "request body timed out\n");
+    };
+    let body = match collected {
         Ok(b) => b.to_bytes(),
         Err(e) => {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
