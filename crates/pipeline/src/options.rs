@@ -163,6 +163,18 @@ impl<'a> Options<'a> {
         self.attrs.iter().any(|a| a.name == name)
     }
 
+    /// Refuses options a plugin has renamed or dropped (`(old, what to use instead)`), with
+    /// "is obsolete; use ..." at the option.
+    pub fn reject_obsolete(&mut self, names: &[(&str, &str)]) -> Result<(), ConfigError> {
+        for (old, new) in names {
+            if self.has(old) {
+                self.take(old);
+                return Err(self.error(old, format!("is obsolete; use {new}")));
+            }
+        }
+        Ok(())
+    }
+
     fn type_error(&self, name: &str, span: Span, want: &str, got: &Ast) -> ConfigError {
         error_at(
             self.source,

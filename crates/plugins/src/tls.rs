@@ -68,7 +68,7 @@ pub fn read(
     let enabled = match names {
         Names::Redis => ssl_enabled.or(opts.boolean("ssl")?),
         Names::Elasticsearch => {
-            for (old, new) in [
+            opts.reject_obsolete(&[
                 ("ssl", "ssl_enabled"),
                 ("ssl_certificate_verification", "ssl_verification_mode"),
                 ("cacert", "ssl_certificate_authorities"),
@@ -76,12 +76,7 @@ pub fn read(
                 ("keystore", "ssl_certificate and ssl_key (PEM)"),
                 ("truststore_password", "nothing (PEM files have none)"),
                 ("keystore_password", "nothing (PEM files have none)"),
-            ] {
-                if opts.has(old) {
-                    opts.take(old);
-                    return Err(opts.error(old, format!("is obsolete; use {new}")));
-                }
-            }
+            ])?;
             ssl_enabled
         }
     }

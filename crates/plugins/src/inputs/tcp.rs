@@ -74,16 +74,11 @@ struct Source {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
-    for (old, new) in [
+    opts.reject_obsolete(&[
         ("ssl_enable", "ssl_enabled"),
         ("ssl_cert", "ssl_certificate"),
         ("ssl_verify", "ssl_client_authentication"),
-    ] {
-        if opts.has(old) {
-            opts.take(old);
-            return Err(opts.error(old, format!("is obsolete; use {new}")));
-        }
-    }
+    ])?;
     if opts.has("ssl_extra_chain_certs") {
         opts.take("ssl_extra_chain_certs");
         return Err(opts.error(

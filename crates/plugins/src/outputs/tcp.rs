@@ -99,17 +99,12 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     if reconnect < 0 {
         return Err(opts.error("reconnect_interval", "must be 0 or more seconds"));
     }
-    for (old, new) in [
+    opts.reject_obsolete(&[
         ("ssl_enable", "ssl_enabled"),
         ("ssl_cacert", "ssl_certificate_authorities"),
         ("ssl_cert", "ssl_certificate"),
         ("ssl_verify", "ssl_verification_mode"),
-    ] {
-        if opts.has(old) {
-            opts.take(old);
-            return Err(opts.error(old, format!("is obsolete; use {new}")));
-        }
-    }
+    ])?;
     let tls = match crate::tls::read(opts, crate::tls::Names::Elasticsearch, false)? {
         None => None,
         Some(t) => {

@@ -74,19 +74,14 @@ struct Shared {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
-    for (old, new) in [
+    opts.reject_obsolete(&[
         ("ssl", "ssl_enabled"),
         ("ssl_verify_mode", "ssl_client_authentication"),
         ("ssl_peer_metadata", "enrich => ssl_peer_metadata"),
         ("cipher_suites", "ssl_cipher_suites"),
         ("tls_min_version", "ssl_supported_protocols"),
         ("tls_max_version", "ssl_supported_protocols"),
-    ] {
-        if opts.has(old) {
-            opts.take(old);
-            return Err(opts.error(old, format!("is obsolete; use {new}")));
-        }
-    }
+    ])?;
     let host = opts.string_or("host", "0.0.0.0")?;
     let port = net::port(opts, "port", None)?;
     let ecs = Ecs::from_options(opts)?;
