@@ -9,7 +9,6 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_event::Event;
@@ -54,8 +53,7 @@ pub struct Listen {
     pub input: &'static str,
     pub host: String,
     pub port: u16,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    pub handshake_timeout: Duration,
+    pub tls: Option<crate::tls::ServerTls>,
     pub keep_alive: bool,
     /// The runtime's worker threads.
     pub threads: usize,
@@ -66,7 +64,7 @@ impl Listen {
     /// [`serve`]) until the pipeline stops its inputs.
     pub fn run<F, Fut>(&self, ctx: &InputContext, handle: F) -> Result<(), String>
     where
-        F: Fn(Box<dyn Conn>, Peer) -> Fut + Clone + Send + 'static,
+        F: Fn(Box<dyn Conn>, Peer, InputContext) -> Fut + Clone + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let rt = runtime(self.input, self.threads)?;
@@ -77,7 +75,6 @@ impl Listen {
                 self.input,
                 listener,
                 self.tls.clone(),
-                self.handshake_timeout,
                 self.keep_alive,
                 ctx,
                 handle,
@@ -118,34 +115,44 @@ pub async fn stopping(ctx: &InputContext) {
     }
 }
 
-/// Listens on `host:port`.
-pub async fn bind(input: &str, host: &str, port: u16) -> Result<TcpListener, String> {
-    let addr = if host.contains(':') && !host.starts_with('[') {
+/// `host:port`, with an IPv6 host in brackets.
+pub fn address(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
-    };
+    }
+}
+
+/// Listens on `host:port`.
+pub async fn bind(input: &str, host: &str, port: u16) -> Result<TcpListener, String> {
+    let addr = address(host, port);
     TcpListener::bind(&addr)
         .await
         .map_err(|e| format!("{input} input: cannot listen on {addr}: {e}"))
 }
 
 /// Accepts connections until the pipeline stops its inputs; each one (after the TLS handshake,
-/// when `tls` is set, bounded by `handshake_timeout`) runs `handle` in a task of its own. A
-/// failed handshake is logged and closes only that connection.
+/// when `tls` is set, bounded by its `ssl_handshake_timeout`) runs `handle`, with its own
+/// handle on the pipeline, in a task of its own. A failed handshake is logged and closes only
+/// that connection.
 pub async fn serve<F, Fut>(
     input: &'static str,
     listener: TcpListener,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    handshake_timeout: Duration,
+    tls: Option<crate::tls::ServerTls>,
     keep_alive: bool,
     ctx: &InputContext,
     handle: F,
 ) where
-    F: Fn(Box<dyn Conn>, Peer) -> Fut + Clone + Send + 'static,
+    F: Fn(Box<dyn Conn>, Peer, InputContext) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let acceptor = tls.map(|t| {
+        (
+            tokio_rustls::TlsAcceptor::from(t.config),
+            t.handshake_timeout,
+        )
+    });
     loop {
         let (stream, addr) = tokio::select! {
             r = listener.accept() => match r {
@@ -165,6 +172,7 @@ pub async fn serve<F, Fut>(
         }
         let handle = handle.clone();
         let acceptor = acceptor.clone();
+        let ctx = ctx.clone();
         tokio::spawn(async move {
             match acceptor {
                 None => {
@@ -173,9 +181,9 @@ pub async fn serve<F, Fut>(
                         certificate: None,
                         tls: None,
                     };
-                    handle(Box::new(stream), peer).await
+                    handle(Box::new(stream), peer, ctx).await
                 }
-                Some(acceptor) => {
+                Some((acceptor, handshake_timeout)) => {
                     match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => {
                             let session = tls.get_ref().1;
@@ -195,7 +203,7 @@ pub async fn serve<F, Fut>(
                                 certificate,
                                 tls: Some((version.to_owned(), cipher)),
                             };
-                            handle(Box::new(tls), peer).await
+                            handle(Box::new(tls), peer, ctx).await
                         }
                         Ok(Err(e)) => {
                             tracing::warn!("{input} input: TLS handshake with {addr} failed: {e}")

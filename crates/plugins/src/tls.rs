@@ -208,7 +208,8 @@ pub enum ClientAuth {
 /// `ssl_enabled`, `ssl_certificate` + `ssl_key` (unencrypted PEM), `ssl_certificate_authorities`
 /// (PEM; which clients to trust), `ssl_client_authentication` (`none`, `optional`, `required`;
 /// `required` when authorities are given without it, as in Logstash), `ssl_supported_protocols`
-/// (`TLSv1.2`, `TLSv1.3`). `ssl_handshake_timeout` is the caller's. `None` when TLS is off.
+/// (`TLSv1.2`, `TLSv1.3`), `ssl_handshake_timeout` (milliseconds, default 10000). `None` when
+/// TLS is off.
 /// Every problem is a configuration error at the option; a plugin's obsolete names are its
 /// own to reject first.
 pub fn read_server(opts: &mut Options) -> Result<Option<ServerTls>, ConfigError> {
@@ -236,6 +237,10 @@ pub fn read_server(opts: &mut Options) -> Result<Option<ServerTls>, ConfigError>
         ));
     }
     let protocols = opts.string_list("ssl_supported_protocols")?;
+    let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000);
+    if handshake_timeout < 1 {
+        return Err(opts.error("ssl_handshake_timeout", "must be at least 1 (milliseconds)"));
+    }
     for unsupported in [
         "ssl_key_passphrase",
         "ssl_cipher_suites",
@@ -332,6 +337,7 @@ pub fn read_server(opts: &mut Options) -> Result<Option<ServerTls>, ConfigError>
         .map_err(|e| opts.error("ssl_certificate", e.to_string()))?;
     Ok(Some(ServerTls {
         config: Arc::new(config),
+        handshake_timeout: std::time::Duration::from_millis(handshake_timeout as u64),
         client_auth: match auth.as_str() {
             "required" => ClientAuth::Required,
             "optional" => ClientAuth::Optional,
@@ -340,10 +346,13 @@ pub fn read_server(opts: &mut Options) -> Result<Option<ServerTls>, ConfigError>
     }))
 }
 
-/// A server's TLS: the rustls configuration, and whether it asks clients for certificates.
+/// A server's TLS: the rustls configuration, how long a handshake may take, and whether it asks
+/// clients for certificates.
 #[derive(Clone)]
 pub struct ServerTls {
     pub config: Arc<rustls::ServerConfig>,
+    /// `ssl_handshake_timeout`.
+    pub handshake_timeout: std::time::Duration,
     pub client_auth: ClientAuth,
 }
 

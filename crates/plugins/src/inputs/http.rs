@@ -125,15 +125,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         });
     let headers_field =
         f(&headers_field).map_err(|e| opts.error("request_headers_target_field", e.to_string()))?;
-    let tls = crate::tls::read_server(opts)?.map(|t| t.config);
-    let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000).max(1);
+    let tls = crate::tls::read_server(opts)?;
     Ok(Box::new(HttpInput {
         listen: net::Listen {
             input: "http",
             host,
             port,
             tls,
-            handshake_timeout: Duration::from_millis(handshake_timeout as u64),
             keep_alive: false,
             threads,
         },
@@ -161,10 +159,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 impl Input for HttpInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
         let shared = Arc::clone(&self.shared);
-        let ctx2 = ctx.clone();
-        self.listen.run(ctx, move |conn, peer| {
+        self.listen.run(ctx, move |conn, peer, ctx| {
             let shared = Arc::clone(&shared);
-            let ctx = ctx2.clone();
             async move {
                 let service = hyper::service::service_fn(move |req| {
                     let shared = Arc::clone(&shared);

@@ -412,11 +412,7 @@ fn parse_rfc5424(text: &str) -> Option<Rfc5424<'_>> {
 
 impl Input for SyslogInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        let addr = if self.host.contains(':') && !self.host.starts_with('[') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        };
+        let addr = net::address(&self.host, self.port);
         let udp = UdpSocket::bind(&addr)
             .map_err(|e| format!("syslog input: cannot listen on udp {addr}: {e}"))?;
         udp.set_read_timeout(Some(Duration::from_millis(200)))
@@ -428,19 +424,13 @@ impl Input for SyslogInput {
         std::thread::scope(|scope| {
             let udp_shared = Arc::clone(&shared);
             scope.spawn(move || udp_loop(udp, &udp_shared, ctx));
-            let ctx2 = ctx.clone();
             rt.block_on(net::serve(
                 "syslog",
                 listener,
                 None,
-                Duration::from_secs(10),
                 false,
                 ctx,
-                move |conn, peer| {
-                    let shared = Arc::clone(&shared);
-                    let ctx = ctx2.clone();
-                    async move { tcp_connection(conn, peer, shared, ctx).await }
-                },
+                move |conn, peer, ctx| tcp_connection(conn, peer, Arc::clone(&shared), ctx),
             ));
         });
         rt.shutdown_timeout(Duration::from_secs(1));

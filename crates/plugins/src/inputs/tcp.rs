@@ -133,8 +133,6 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         .as_ref()
         .is_some_and(|t| t.client_auth != crate::tls::ClientAuth::None)
         || client_tls.as_ref().is_some_and(|(_, _, verify)| *verify);
-    let tls = tls.map(|t| t.config);
-    let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000).max(1);
     let f = |s: &str| FieldRef::parse(s).expect("a valid field reference");
     let fields = if ecs.enabled() {
         Fields {
@@ -161,7 +159,6 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             host,
             port,
             tls,
-            handshake_timeout: Duration::from_millis(handshake_timeout as u64),
             keep_alive,
             threads: 2,
         },
@@ -192,11 +189,8 @@ impl Input for TcpInput {
             return result;
         }
         let shared = Arc::clone(&self.shared);
-        let ctx2 = ctx.clone();
-        self.listen.run(ctx, move |conn, peer| {
-            let shared = Arc::clone(&shared);
-            let ctx = ctx2.clone();
-            async move { connection(conn, peer, shared, ctx).await }
+        self.listen.run(ctx, move |conn, peer, ctx| {
+            connection(conn, peer, Arc::clone(&shared), ctx)
         })
     }
 

@@ -78,11 +78,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 
 impl Input for UdpInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        let addr = if self.host.contains(':') && !self.host.starts_with('[') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        };
+        let addr = crate::net::address(&self.host, self.port);
         let socket = UdpSocket::bind(&addr)
             .map_err(|e| format!("udp input: cannot listen on {addr}: {e}"))?;
         socket

@@ -167,7 +167,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             .clamp(1, u32::MAX as u64) as usize,
     };
     let field = |s: &str| FieldRef::parse(s).expect("a valid field reference");
-    let tls = crate::tls::read_server(opts)?.map(|t| t.config);
+    let tls = crate::tls::read_server(opts)?;
     let peer_fields = (peer_metadata && tls.is_some()).then(|| {
         if ecs.enabled() {
             PeerFields {
@@ -185,10 +185,6 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             }
         }
     });
-    let handshake_timeout = opts.int("ssl_handshake_timeout")?.unwrap_or(10_000);
-    if handshake_timeout < 1 {
-        return Err(opts.error("ssl_handshake_timeout", "must be at least 1 (milliseconds)"));
-    }
     let (ip_field, hostname_target) = if ecs.enabled() {
         (
             field("[@metadata][input][beats][host][ip]"),
@@ -203,7 +199,6 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             host,
             port,
             tls,
-            handshake_timeout: Duration::from_millis(handshake_timeout as u64),
             keep_alive: false,
             threads,
         },
@@ -240,11 +235,8 @@ struct PeerFields {
 impl Input for BeatsInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
         let shared = Arc::clone(&self.shared);
-        let ctx2 = ctx.clone();
-        self.listen.run(ctx, move |conn, peer| {
-            let shared = Arc::clone(&shared);
-            let ctx = ctx2.clone();
-            async move { connection(conn, peer, shared, ctx).await }
+        self.listen.run(ctx, move |conn, peer, ctx| {
+            connection(conn, peer, Arc::clone(&shared), ctx)
         })
     }
 
