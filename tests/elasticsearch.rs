@@ -2,6 +2,7 @@
 //! Elasticsearch 7.10.2 and OpenSearch 3 from Maven Central (`scripts/search-nodes/run`).
 //! Tests that stop a node mid-stream or shrink its write queue start a node of their own.
 
+mod net_support;
 mod run_support;
 mod search_support;
 

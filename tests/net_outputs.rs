@@ -223,23 +223,7 @@ fn tcp_output_over_tls() {
         return;
     };
     let port = net_support::free_port();
-    let mut server = std::process::Command::new("openssl")
-        .args(["s_server", "-quiet", "-accept", &port.to_string()])
-        .arg("-cert")
-        .arg(&c.server_cert)
-        .arg("-key")
-        .arg(&c.server_key)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "s_server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(300));
+    let mut server = c.s_server(port);
     let total = 50;
     let config = format!(
         r#"input {{ generator {{ count => {total} message => "m" }} }}

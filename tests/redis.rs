@@ -5,10 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+mod net_support;
 
 // ---------------------------------------------------------------- redis-server and a client
 
@@ -26,14 +28,6 @@ fn redis_available() -> bool {
         eprintln!("skipping: redis-server is not installed (apt-get install redis-server)");
     }
     found
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -60,7 +54,7 @@ impl Redis {
             .map(|i| args[i + 1].to_owned());
         let mut r = Redis {
             child: None,
-            port: free_port(),
+            port: net_support::free_port(),
             dir: dir.join("redis"),
             args: args.iter().map(|s| s.to_string()).collect(),
             password,
@@ -821,94 +815,27 @@ fn tls_with_our_own_authority() {
     if !redis_available() {
         return;
     }
-    if Command::new("openssl").arg("version").output().is_err() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "openssl missing"
-        );
-        eprintln!("skipping: openssl is not installed");
-        return;
-    }
     let dir = temp_dir("tls");
-    let run = |args: &[&str]| {
-        let o = Command::new("openssl")
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+    let Some(certs) = net_support::certs(&dir) else {
+        return;
     };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=sluice test CA",
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "ext.cnf",
-    ]);
-    let tls_port = free_port().to_string();
+    let tls_port = net_support::free_port().to_string();
     let redis = Redis::start(
         &dir,
         &[
             "--tls-port",
             &tls_port,
             "--tls-cert-file",
-            dir.join("server.crt").to_str().unwrap(),
+            certs.server_cert.to_str().unwrap(),
             "--tls-key-file",
-            dir.join("server.key").to_str().unwrap(),
+            certs.server_key.to_str().unwrap(),
             "--tls-ca-cert-file",
-            dir.join("ca.crt").to_str().unwrap(),
+            certs.ca.to_str().unwrap(),
             "--tls-auth-clients",
             "no",
         ],
     );
-    let ca = dir.join("ca.crt");
+    let ca = &certs.ca;
     let out = dir.join("out.log");
     let mut consumer = Sluice::start(
         &dir,

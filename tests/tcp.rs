@@ -295,18 +295,7 @@ fn client_mode_over_tls_verifies_the_server() {
     };
     let out = dir.join("out.json");
     let port = free_port();
-    let mut server = Command::new("openssl")
-        .args(["s_server", "-quiet", "-accept", &port.to_string()])
-        .arg("-cert")
-        .arg(&c.server_cert)
-        .arg("-key")
-        .arg(&c.server_key)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    drop(connect(port));
+    let mut server = c.s_server(port);
     let config = format!(
         r#"input {{ tcp {{ mode => "client" host => "127.0.0.1" port => {port} ecs_compatibility => disabled
              ssl_enabled => true ssl_certificate_authorities => ["{}"] }} }}

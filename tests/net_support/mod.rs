@@ -161,3 +161,33 @@ pub fn certs(dir: &Path) -> Option<Certs> {
         stranger_key: dir.join("stranger.key"),
     })
 }
+
+impl Certs {
+    /// openssl's `s_server` on 127.0.0.1:`port` with the server certificate: what comes on its
+    /// stdin goes to the client, what the client sends comes out on its stdout (piped). Waits
+    /// until it listens (and that probe connection is done).
+    pub fn s_server(&self, port: u16) -> std::process::Child {
+        let server = Command::new("openssl")
+            .args(["s_server", "-quiet", "-accept", &port.to_string()])
+            .arg("-cert")
+            .arg(&self.server_cert)
+            .arg("-key")
+            .arg(&self.server_key)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "s_server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // s_server takes one connection at a time: let it be done with the probe.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        server
+    }
+}

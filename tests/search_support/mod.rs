@@ -130,14 +130,6 @@ pub fn delete_index(url: &str, index: &str) {
     send("DELETE", &format!("{url}/{index}"), "");
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A node of the test's own, killed on drop.
 pub struct PrivateNode {
     pub kind: Kind,
@@ -165,7 +157,7 @@ impl PrivateNode {
         };
         let data = std::env::temp_dir().join(format!("sluice-node-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&data);
-        let http = free_port();
+        let http = crate::net_support::free_port();
         let mut node = PrivateNode {
             kind,
             url: format!("http://127.0.0.1:{http}"),
@@ -173,7 +165,7 @@ impl PrivateNode {
             nodes_dir: PathBuf::from(dir),
             data,
             http,
-            transport: free_port(),
+            transport: crate::net_support::free_port(),
             settings: settings.iter().map(|s| s.to_string()).collect(),
             child: None,
         };
