@@ -145,10 +145,6 @@ impl DeadLetterQueue {
         }))
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn stats(&self) -> Arc<DlqStats> {
         self.writer.stats()
     }

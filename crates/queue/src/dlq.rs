@@ -113,7 +113,6 @@ impl Default for DlqConfig {
 #[derive(Debug, Default)]
 pub struct DlqStats {
     pub size_bytes: AtomicU64,
-    pub written_events: AtomicU64,
     pub dropped_events: AtomicU64,
     pub expired_events: AtomicU64,
     pub last_error: Mutex<Option<String>>,
@@ -420,9 +419,6 @@ impl DlqWriter {
         st.dirty = true;
         st.last_write = Instant::now();
         self.stats.size_bytes.store(st.total, Ordering::Relaxed);
-        self.stats
-            .written_events
-            .fetch_add(n as u64, Ordering::Relaxed);
         if st.last_sync.elapsed() >= self.config.flush_interval {
             if let Some(h) = &st.head {
                 h.sync()?;
