@@ -3,7 +3,9 @@
 # client sending to a sink that does no work (the ceiling of the client and the loopback on
 # this machine), measured in the same run:
 #   - beats: Elastic's go-lumber client (tests/lumber), 4 connections, window 2048, without and
-#     with compression; the sink (bench/netbench lumbersink) reads the frames and ACKs each
+#     with compression (zlib level 3, libbeat's default); -encoded gives go-lumber the events'
+#     JSON ready-made, as libbeat's own encoder does, instead of encoding/json's reflection,
+#     which took more CPU than sluice on this shared machine; the sink (bench/netbench lumbersink) reads the frames and ACKs each
 #     window without inflating or parsing them.
 #   - tcp: JSON lines from 4 connections (bench/netbench tcpsend), codec json_lines; the sink
 #     only counts bytes.
@@ -13,10 +15,13 @@
 #     cannot push back, so each side reports what it received and at what rate (the kernel
 #     drops the rest), and sluice's kernel_drops.
 # Sluice's rate runs from the client's start until /_node/stats says every event left the
-# pipeline. Usage: bench/inputs.sh [EVENTS] (default 1,000,000)
+# pipeline. Usage: bench/inputs.sh [EVENTS] [INPUTS] (default 1,000,000 events and every input;
+# INPUTS is a comma-separated subset of beats,tcp,http,udp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
+ONLY=",${2:-beats,tcp,http,udp},"
+want() { [[ "$ONLY" == *",$1,"* ]]; }
 command -v go >/dev/null || { echo "bench/inputs.sh: go not found" >&2; exit 1; }
 cargo build --release --quiet
 TMP=$(mktemp -d)
@@ -68,31 +73,38 @@ sink_run() {
   rate "$N" "$s" "$e"
 }
 
+if want beats; then
 "$TMP/netbench" lumbersink "127.0.0.1:$SINK" & pids+=($!)
 sleep 0.3
 for z in 0 3; do
-  args=(-n "$N" -conns 4 -window 2048 -compress "$z" -pad 110)
+  args=(-n "$N" -conns 4 -window 2048 -compress "$z" -pad 110 -encoded)
   c=$(sink_run "$TMP/lumber-client" -addr "127.0.0.1:$SINK" "${args[@]}")
   s=$(sluice_run "$TMP/lumber-client" -addr "127.0.0.1:$BEATS" "${args[@]}")
   label="uncompressed"; [ "$z" = 0 ] || label="zlib level $z"
   echo "beats ($label): sluice $s events/s; ceiling (lumbersink) $c events/s; ratio $(ratio "$s" "$c")"
 done
 kill "${pids[-1]}"; unset 'pids[-1]'
+fi
 
+if want tcp; then
 "$TMP/netbench" tcpsink "127.0.0.1:$SINK" & pids+=($!)
 sleep 0.3
 c=$(sink_run "$TMP/netbench" tcpsend "127.0.0.1:$SINK" "$N" 4)
 s=$(sluice_run "$TMP/netbench" tcpsend "127.0.0.1:$TCP" "$N" 4)
 echo "tcp (json_lines, 4 connections): sluice $s events/s; ceiling (byte-counting sink) $c events/s; ratio $(ratio "$s" "$c")"
 kill "${pids[-1]}"; unset 'pids[-1]'
+fi
 
+if want http; then
 "$TMP/netbench" httpsink "127.0.0.1:$SINK" & pids+=($!)
 sleep 0.3
 c=$(sink_run "$TMP/netbench" httpsend "http://127.0.0.1:$SINK/" "$N" 4 125)
 s=$(sluice_run "$TMP/netbench" httpsend "http://127.0.0.1:$HTTP/" "$N" 4 125)
 echo "http (NDJSON bodies of 125, 4 clients): sluice $s events/s; ceiling (httpsink) $c events/s; ratio $(ratio "$s" "$c")"
 kill "${pids[-1]}"; unset 'pids[-1]'
+fi
 
+if want udp; then
 "$TMP/netbench" udpsink "127.0.0.1:$SINK" > "$TMP/udpsink" & sink=$!
 sleep 0.3
 "$TMP/netbench" udpsend "127.0.0.1:$SINK" "$N" >/dev/null
@@ -112,3 +124,4 @@ while true; do
 done
 delivered=$((out - before))
 echo "udp (one sender, json): sluice $(rate "$delivered" "$s" "$e") events/s, $delivered of $N delivered, kernel_drops $((drops - drops_before)); ceiling (counting sink) $c datagrams/s, $got of $N received"
+fi
