@@ -288,3 +288,129 @@ fn tcp_output_server_mode_sends_to_every_client() {
     }
     assert!(r.exit(30).success(), "{}", r.log());
 }
+
+/// Server mode over TLS with client certificates required: a client with a certificate from
+/// our authority gets the events (openssl s_client prints them); one from another authority
+/// fails its handshake and gets none.
+#[test]
+fn tcp_output_server_mode_over_tls_checks_client_certificates() {
+    let dir = temp_dir("out", "tcp-server-tls");
+    let Some(c) = net_support::certs(&dir.join("certs")) else {
+        return;
+    };
+    let port = net_support::free_port();
+    let config = format!(
+        r#"input {{ stdin {{ }} }}
+           output {{ tcp {{ mode => "server" host => "127.0.0.1" port => {port} codec => line {{ format => "%{{message}}" }}
+                     ssl_enabled => true ssl_certificate => "{}" ssl_key => "{}"
+                     ssl_certificate_authorities => ["{}"] ssl_client_authentication => "required" }} }}"#,
+        c.server_cert.display(),
+        c.server_key.display(),
+        c.ca.display()
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::piped(), Stdio::null());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "not listening: {}", r.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s_client = |cert: &std::path::Path, key: &std::path::Path| {
+        std::process::Command::new("openssl")
+            .args([
+                "s_client",
+                "-quiet",
+                "-connect",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .arg("-CAfile")
+            .arg(&c.ca)
+            .arg("-cert")
+            .arg(cert)
+            .arg("-key")
+            .arg(key)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut good = s_client(&c.client_cert, &c.client_key);
+    let mut stranger = s_client(&c.stranger_cert, &c.stranger_key);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = good.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = r.child.stdin.take().unwrap();
+    // Until the good client's handshake is done, the events go nowhere: send warm-up lines
+    // until one arrives, then the ones that count.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        writeln!(stdin, "warm-up").unwrap();
+        if rx.recv_timeout(Duration::from_millis(200)).is_ok() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no event reached the client: {}",
+            r.log()
+        );
+    }
+    for i in 0..100 {
+        writeln!(stdin, "line {i}").unwrap();
+    }
+    drop(stdin);
+    let mut got = Vec::new();
+    while got.len() < 100 {
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(l) if l == "warm-up" => {}
+            Ok(l) => got.push(l),
+            Err(_) => break,
+        }
+    }
+    let want: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
+    assert_eq!(got, want);
+    assert!(r.exit(30).success(), "{}", r.log());
+    let _ = good.kill();
+    let _ = good.wait();
+    let _ = stranger.kill();
+    let mut refused = String::new();
+    stranger
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut refused)
+        .unwrap();
+    let _ = stranger.wait();
+    assert_eq!(refused, "", "the stranger got events");
+    // rustls names why the stranger was refused.
+    assert!(r.log().contains("UnknownIssuer"), "{}", r.log());
+}
+
+/// Client-mode and server-mode TLS options are not mixed up silently.
+#[test]
+fn tcp_output_refuses_tls_options_of_the_other_mode() {
+    let dir = temp_dir("out", "tcp-tls-modes");
+    for (options, bad) in [
+        (
+            r#"mode => "server" ssl_verification_mode => "none""#,
+            "ssl_verification_mode",
+        ),
+        (
+            r#"ssl_client_authentication => "required""#,
+            "ssl_client_authentication",
+        ),
+    ] {
+        let config = format!(
+            r#"input {{ stdin {{ }} }} output {{ tcp {{ host => "127.0.0.1" port => 1 {options} }} }}"#
+        );
+        let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+        assert!(!r.exit(30).success(), "{options}");
+        assert!(r.log().contains(bad), "{}", r.log());
+    }
+}

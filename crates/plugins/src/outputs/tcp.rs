@@ -1,10 +1,13 @@
 //! `tcp`: writes encoded events to TCP connections, as Logstash's tcp output. In client mode
 //! (the default) to `host:port`, connecting again `reconnect_interval` seconds after a failure,
 //! over TLS with `ssl_enabled` (`ssl_certificate_authorities` or the system's,
-//! `ssl_certificate`/`ssl_key`, `ssl_verification_mode`). In server mode (`mode => server`,
-//! without TLS here) it listens on `host:port` and sends every event to every client connected
-//! at the time (none connected: the events go nowhere, as in Logstash); a client that cannot
-//! take a batch is dropped. The codec is `json` by default
+//! `ssl_certificate`/`ssl_key`, `ssl_verification_mode`). In server mode (`mode => server`) it
+//! listens on `host:port` and sends every event to every client connected at the time (none
+//! connected: the events go nowhere, as in Logstash); a client that cannot take a batch is
+//! dropped. Server mode takes the inputs' server TLS options (`ssl_enabled`,
+//! `ssl_certificate`/`ssl_key`, `ssl_client_authentication` with
+//! `ssl_certificate_authorities`, `ssl_supported_protocols`, `ssl_handshake_timeout`); each
+//! client's handshake runs on its own thread, and only a client that completed it is sent to. The codec is `json` by default
 //! (events back to back, as Logstash writes them; `json_lines` puts one per line). A batch is
 //! encoded into one buffer and written with one call; when the write fails, the connection is
 //! dropped and the batch retried, so events go out at least once.
@@ -38,7 +41,7 @@ fn connect(target: &str) -> std::io::Result<TcpStream> {
 type Stream = Box<dyn Write + Send>;
 
 /// Server mode's connected clients.
-type Clients = Arc<Mutex<Vec<TcpStream>>>;
+type Clients = Arc<Mutex<Vec<Stream>>>;
 
 pub struct TcpOutput {
     target: String,
@@ -56,7 +59,12 @@ pub struct TcpOutput {
 
 /// Server mode's accepting thread: binds (retrying while the address is taken: a reloaded
 /// pipeline's predecessor may still hold it) and takes clients until `stop`.
-fn accept_clients(target: String, clients: Clients, stop: Arc<AtomicBool>) {
+fn accept_clients(
+    target: String,
+    tls: Option<crate::tls::ServerTls>,
+    clients: Clients,
+    stop: Arc<AtomicBool>,
+) {
     let mut warned = false;
     let listener = loop {
         if stop.load(Ordering::Relaxed) {
@@ -79,16 +87,59 @@ fn accept_clients(target: String, clients: Clients, stop: Arc<AtomicBool>) {
     tracing::info!("tcp output listening on {target}");
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((s, _)) => {
+            Ok((s, peer)) => {
                 let _ = s.set_nonblocking(false);
                 let _ = s.set_nodelay(true);
                 // A client that stops reading is dropped, not waited for.
                 let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
-                clients.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+                let Some(tls) = &tls else {
+                    clients
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(Box::new(s));
+                    continue;
+                };
+                let (tls, clients) = (tls.clone(), Arc::clone(&clients));
+                let spawned = std::thread::Builder::new()
+                    .name("tcp-out-tls".into())
+                    .spawn(move || match handshake(s, &tls) {
+                        Ok(stream) => clients
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(stream),
+                        Err(e) => {
+                            tracing::warn!("tcp output: TLS handshake with {peer} failed: {e}")
+                        }
+                    });
+                if let Err(e) = spawned {
+                    tracing::warn!("tcp output: no thread for {peer}'s TLS handshake: {e}");
+                }
             }
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
+}
+
+/// A server-mode client's TLS handshake, within `ssl_handshake_timeout`.
+fn handshake(mut s: TcpStream, tls: &crate::tls::ServerTls) -> std::io::Result<Stream> {
+    let deadline = Instant::now() + tls.handshake_timeout;
+    let mut conn =
+        rustls::ServerConnection::new(Arc::clone(&tls.config)).map_err(std::io::Error::other)?;
+    while conn.is_handshaking() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "not done within ssl_handshake_timeout",
+            ));
+        }
+        s.set_read_timeout(Some(left))?;
+        s.set_write_timeout(Some(left))?;
+        conn.complete_io(&mut s)?;
+    }
+    s.set_read_timeout(None)?;
+    s.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    Ok(Box::new(rustls::StreamOwned::new(conn, s)))
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
@@ -105,7 +156,28 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         ("ssl_cert", "ssl_certificate"),
         ("ssl_verify", "ssl_verification_mode"),
     ])?;
-    let tls = match crate::tls::read(opts, crate::tls::Names::Elasticsearch, false)? {
+    let server_tls = if server_mode {
+        if let Some(name) = ["ssl_verification_mode"].into_iter().find(|n| opts.has(n)) {
+            opts.take(name);
+            return Err(opts.error(name, "is for client mode (in server mode, ssl_client_authentication says whether clients need a certificate)"));
+        }
+        crate::tls::read_server(opts)?
+    } else {
+        if let Some(name) = ["ssl_client_authentication", "ssl_handshake_timeout"]
+            .into_iter()
+            .find(|n| opts.has(n))
+        {
+            opts.take(name);
+            return Err(opts.error(name, "is for server mode (mode => server)"));
+        }
+        None
+    };
+    let tls = if server_mode {
+        None
+    } else {
+        crate::tls::read(opts, crate::tls::Names::Elasticsearch, false)?
+    };
+    let tls = match tls {
         None => None,
         Some(t) => {
             let config = crate::tls::client_config(&t).map_err(|e| opts.plugin_error(e))?;
@@ -114,12 +186,6 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
             Some((config, name))
         }
     };
-    if server_mode && tls.is_some() {
-        return Err(opts.error(
-            "ssl_enabled",
-            "TLS in server mode is not supported yet (it is in client mode)",
-        ));
-    }
     let codec = opts.codec("json")?;
     let target = format!("{host}:{port}");
     let server = if server_mode {
@@ -128,7 +194,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         let (c, st, t) = (Arc::clone(&clients), Arc::clone(&stop), target.clone());
         std::thread::Builder::new()
             .name(format!("tcp-out-{port}"))
-            .spawn(move || accept_clients(t, c, st))
+            .spawn(move || accept_clients(t, server_tls, c, st))
             .map_err(|e| opts.plugin_error(format!("tcp output: {e}")))?;
         Some((clients, stop))
     } else {
@@ -155,7 +221,7 @@ impl Output for TcpOutput {
         }
         if let Some((clients, _)) = &self.server {
             let mut clients = clients.lock().unwrap_or_else(|e| e.into_inner());
-            clients.retain_mut(|s| s.write_all(&buf).is_ok());
+            clients.retain_mut(|s| s.write_all(&buf).and_then(|()| s.flush()).is_ok());
             return Ok(());
         }
         let mut c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
