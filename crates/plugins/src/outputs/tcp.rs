@@ -24,6 +24,10 @@ use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteCon
 /// How long a write may block before the connection counts as broken.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Server mode's TLS handshakes under way at once (a thread each); connections past it are
+/// closed.
+const MAX_HANDSHAKES: usize = 64;
+
 /// Connects with a bounded wait to each of `target`'s addresses.
 fn connect(target: &str) -> std::io::Result<TcpStream> {
     use std::net::ToSocketAddrs;
@@ -85,6 +89,7 @@ fn accept_clients(
         return;
     }
     tracing::info!("tcp output listening on {target}");
+    let handshaking = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((s, peer)) => {
@@ -99,19 +104,29 @@ fn accept_clients(
                         .push(Box::new(s));
                     continue;
                 };
+                if handshaking.fetch_add(1, Ordering::Relaxed) >= MAX_HANDSHAKES {
+                    handshaking.fetch_sub(1, Ordering::Relaxed);
+                    tracing::warn!("tcp output: {MAX_HANDSHAKES} TLS handshakes under way; closing {peer}'s connection");
+                    continue;
+                }
                 let (tls, clients) = (tls.clone(), Arc::clone(&clients));
+                let count = Arc::clone(&handshaking);
                 let spawned = std::thread::Builder::new()
                     .name("tcp-out-tls".into())
-                    .spawn(move || match handshake(s, &tls) {
-                        Ok(stream) => clients
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push(stream),
-                        Err(e) => {
-                            tracing::warn!("tcp output: TLS handshake with {peer} failed: {e}")
+                    .spawn(move || {
+                        match handshake(s, &tls) {
+                            Ok(stream) => clients
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(stream),
+                            Err(e) => {
+                                tracing::warn!("tcp output: TLS handshake with {peer} failed: {e}")
+                            }
                         }
+                        count.fetch_sub(1, Ordering::Relaxed);
                     });
                 if let Err(e) = spawned {
+                    handshaking.fetch_sub(1, Ordering::Relaxed);
                     tracing::warn!("tcp output: no thread for {peer}'s TLS handshake: {e}");
                 }
             }
