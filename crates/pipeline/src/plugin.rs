@@ -247,6 +247,25 @@ impl InputDecoration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stopped;
 
+/// The request that inputs stop: threads poll it ([`InputContext::is_stopping`]), async tasks
+/// wait for it ([`InputContext::stopped`]) without polling.
+#[derive(Default)]
+pub(crate) struct StopFlag {
+    set: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl StopFlag {
+    pub(crate) fn set(&self) {
+        self.set.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.set.load(Ordering::Relaxed)
+    }
+}
+
 /// What an input gets: a way to queue events and to know when to stop. Cloning it gives
 /// another handle to the same pipeline's queue (the pipeline bus hands such handles to
 /// `pipeline` outputs of other pipelines).
@@ -254,7 +273,7 @@ pub struct Stopped;
 pub struct InputContext {
     queue: Arc<dyn EventQueue>,
     decoration: InputDecoration,
-    stopping: Arc<AtomicBool>,
+    stopping: Arc<StopFlag>,
     metrics: Arc<crate::metrics::PipelineMetrics>,
     /// This input's index in `metrics.inputs`.
     index: usize,
@@ -266,7 +285,7 @@ impl InputContext {
     pub(crate) fn new(
         queue: Arc<dyn EventQueue>,
         decoration: InputDecoration,
-        stopping: Arc<AtomicBool>,
+        stopping: Arc<StopFlag>,
         metrics: Arc<crate::metrics::PipelineMetrics>,
         index: usize,
         batch_size: usize,
@@ -315,6 +334,20 @@ impl InputContext {
 
     /// True once the pipeline is shutting down: finish the current batch and return.
     pub fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
+        self.stopping.is_set()
+    }
+
+    /// Resolves once the pipeline is shutting down: [`InputContext::is_stopping`] for async
+    /// code, woken by the stop itself (no timer). A connection task can keep one pinned across
+    /// its reads.
+    pub async fn stopped(&self) {
+        let notified = std::pin::pin!(self.stopping.notify.notified());
+        let mut notified = notified;
+        // Registered before the flag is read: a stop in between still wakes it.
+        notified.as_mut().enable();
+        if self.is_stopping() {
+            return;
+        }
+        notified.await;
     }
 }

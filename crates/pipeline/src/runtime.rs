@@ -23,7 +23,7 @@ use sluice_event::Event;
 use crate::dead_letter::DeadLetterQueue;
 use crate::graph::{route, Compiled, FilterChain, Node};
 use crate::metrics::{Doing, PipelineMetrics};
-use crate::plugin::{Failure, InputContext, WriteContext};
+use crate::plugin::{Failure, InputContext, StopFlag, WriteContext};
 use crate::queue::EventQueue;
 use crate::registry::BuiltOutput;
 
@@ -57,9 +57,9 @@ pub struct RunningPipeline {
     settings: PipelineSettings,
     shared: Arc<Shared>,
     /// Tells active inputs (sources) to stop.
-    stopping: Arc<AtomicBool>,
+    stopping: Arc<StopFlag>,
     /// Tells passive inputs (`pipeline` inputs) to stop; set only when the pipeline finishes.
-    stopping_passive: Arc<AtomicBool>,
+    stopping_passive: Arc<StopFlag>,
     inputs_running: Arc<AtomicUsize>,
     active_running: Arc<AtomicUsize>,
     queue: Arc<dyn EventQueue>,
@@ -78,9 +78,9 @@ struct Shared {
     /// cannot deliver.
     dlq: Option<Arc<DeadLetterQueue>>,
     /// Tells active inputs to stop (the same flag as [`RunningPipeline`]'s).
-    stopping: Arc<AtomicBool>,
+    stopping: Arc<StopFlag>,
     /// Tells passive (`pipeline`) inputs to stop: they leave the bus.
-    stopping_passive: Arc<AtomicBool>,
+    stopping_passive: Arc<StopFlag>,
     /// A stop signal came: a failing output gives up its batch instead of retrying.
     interrupted: AtomicBool,
     /// A batch was given up (or an output closed): workers take no more batches.
@@ -98,8 +98,8 @@ pub fn start(
     queue: Arc<dyn EventQueue>,
     dlq: Option<Arc<DeadLetterQueue>>,
 ) -> std::io::Result<RunningPipeline> {
-    let stopping = Arc::new(AtomicBool::new(false));
-    let stopping_passive = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::new(StopFlag::default());
+    let stopping_passive = Arc::new(StopFlag::default());
     let mut metrics = PipelineMetrics::new(compiled.plugin_list(), settings.workers.max(1));
     metrics.output_counters = compiled
         .outputs
@@ -197,8 +197,8 @@ impl Shared {
     /// queue keeps them, even with `queue.drain`).
     fn halt(&self) {
         if !self.halted.swap(true, Ordering::SeqCst) {
-            self.stopping.store(true, Ordering::SeqCst);
-            self.stopping_passive.store(true, Ordering::SeqCst);
+            self.stopping.set();
+            self.stopping_passive.set();
             self.queue.close_without_drain();
         }
     }
@@ -354,7 +354,7 @@ impl PipelineWatch {
     /// retrying it (see the module docs).
     pub fn interrupt(&self) {
         self.shared.interrupted.store(true, Ordering::SeqCst);
-        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.stopping.set();
     }
 
     pub fn id(&self) -> &str {
@@ -451,7 +451,7 @@ impl RunningPipeline {
     /// Asks active inputs to stop; they finish their current batch. `pipeline` inputs keep
     /// receiving until [`RunningPipeline::finish`], so upstream pipelines can drain into them.
     pub fn stop_inputs(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
+        self.stopping.set();
     }
 
     /// True once an output closed for good or a batch was given up: the pipeline stops.
@@ -470,7 +470,7 @@ impl RunningPipeline {
     /// the workers drain it and closes the outputs.
     pub fn finish(self, grace: Duration) {
         self.stop_inputs();
-        self.stopping_passive.store(true, Ordering::SeqCst);
+        self.stopping_passive.set();
         // A halted pipeline delivers nothing more: no reason to wait for its inputs.
         let deadline = Instant::now() + if self.halted() { Duration::ZERO } else { grace };
         while !self.inputs_finished() && Instant::now() < deadline {

@@ -108,11 +108,9 @@ pub async fn push(ctx: &InputContext, batch: Vec<Event>) -> Result<(), Stopped> 
         .unwrap_or(Err(Stopped))
 }
 
-/// Resolves once the pipeline stops its inputs.
+/// Resolves once the pipeline stops its inputs (woken by the stop, no timer).
 pub async fn stopping(ctx: &InputContext) {
-    while !ctx.is_stopping() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    ctx.stopped().await
 }
 
 /// `host:port`, with an IPv6 host in brackets.
@@ -153,6 +151,7 @@ pub async fn serve<F, Fut>(
             t.handshake_timeout,
         )
     });
+    let mut stop = std::pin::pin!(stopping(ctx));
     loop {
         let (stream, addr) = tokio::select! {
             r = listener.accept() => match r {
@@ -164,7 +163,7 @@ pub async fn serve<F, Fut>(
                     continue;
                 }
             },
-            _ = stopping(ctx) => return,
+            _ = &mut stop => return,
         };
         let _ = stream.set_nodelay(true);
         if keep_alive {

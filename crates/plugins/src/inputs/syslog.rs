@@ -482,6 +482,7 @@ async fn tcp_connection(
     let mut buf: Vec<u8> = Vec::new();
     let mut header_pending = shared.proxy_protocol;
     let mut chunk = net::ReadBuffer::default();
+    let mut stop = std::pin::pin!(net::stopping(&ctx));
     loop {
         let n = tokio::select! {
             r = conn.read(chunk.space()) => match r {
@@ -491,7 +492,7 @@ async fn tcp_connection(
                     0
                 }
             },
-            _ = net::stopping(&ctx) => 0,
+            _ = &mut stop => 0,
         };
         if n == 0 {
             // As Logstash: a partial last line is dropped.

@@ -17,7 +17,9 @@
 //! limit) without its delimiter closes the connection with a log line: memory stays bounded
 //! whatever a client sends.
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -289,6 +291,7 @@ async fn read_connection(
         .unwrap_or_else(|e| e.into_inner())
         .clone_box();
     let mut chunk = net::ReadBuffer::default();
+    let mut stop = std::pin::pin!(net::stopping(ctx));
     let mut first: Vec<u8> = Vec::new();
     let mut source = source_of(peer.addr.ip(), peer.addr.port(), shared).await;
     source.subject = peer
@@ -299,7 +302,7 @@ async fn read_connection(
     if shared.proxy_protocol {
         // The PROXY header: a line of at most 107 bytes.
         loop {
-            let n = read(&mut conn, chunk.space(), ctx).await?;
+            let n = read(&mut conn, chunk.space(), &mut stop).await?;
             if n == 0 {
                 return Ok(());
             }
@@ -345,7 +348,7 @@ async fn read_connection(
                 shared.max_line
             ));
         }
-        let n = read(&mut conn, chunk.space(), ctx).await?;
+        let n = read(&mut conn, chunk.space(), &mut stop).await?;
         chunk.filled(n);
         if n == 0 {
             codec.flush(&mut events);
@@ -360,14 +363,16 @@ async fn read_connection(
     }
 }
 
+/// Reads into `chunk`; 0 at the end of the stream or once `stop` (the pipeline stopping, one
+/// waiter for the whole connection) resolves.
 async fn read(
     conn: &mut Box<dyn Conn>,
     chunk: &mut [u8],
-    ctx: &InputContext,
+    stop: &mut Pin<&mut impl Future<Output = ()>>,
 ) -> Result<usize, String> {
     tokio::select! {
         r = conn.read(chunk) => r.map_err(|e| format!("reading: {e}")),
-        _ = net::stopping(ctx) => Ok(0),
+        _ = stop => Ok(0),
     }
 }
 

@@ -284,6 +284,7 @@ async fn serve_connection(
     // and shrinks back after a large one.
     let mut buf: Vec<u8> = Vec::new();
     let mut window: Option<Window> = None;
+    let mut stop = std::pin::pin!(net::stopping(ctx));
     loop {
         if ctx.is_stopping() {
             return Ok(());
@@ -298,11 +299,11 @@ async fn serve_connection(
                     Ok(r) => r,
                     Err(_) => return Err(format!("no traffic for {} s (client_inactivity_timeout)", limit.as_secs())),
                 },
-                _ = net::stopping(ctx) => return Ok(()),
+                _ = &mut stop => return Ok(()),
             },
             None => tokio::select! {
                 r = read => r,
-                _ = net::stopping(ctx) => return Ok(()),
+                _ = &mut stop => return Ok(()),
             },
         }
         .map_err(|e| format!("reading: {e}"))?;
