@@ -1,8 +1,8 @@
 //! The `beats` input through the real binary, driven by Elastic's go-lumber client (the
 //! library inside libbeat's Logstash output; `tests/lumber`): windows of every size, compressed
 //! or not, TLS with and without client certificates, a malformed frame, a full queue (keep-alives
-//! instead of a resend), and a SIGKILL with the persisted queue (the client's resend loses
-//! nothing).
+//! instead of a resend), a graceful stop while windows wait for the queue (each event once
+//! across two runs), and a SIGKILL with the persisted queue (the client's resend loses nothing).
 
 mod api_support;
 mod net_support;
@@ -391,6 +391,77 @@ fn a_full_queue_gets_keep_alives_not_a_resend() {
     assert!(
         counts.values().all(|n| *n == 1),
         "duplicates: the client sent again"
+    );
+}
+
+/// A graceful stop while windows wait for room in the queue: each window is either queued and
+/// acknowledged, or refused and sent again to the next sluice, so that across the two runs every
+/// event comes out exactly once.
+#[test]
+fn a_graceful_stop_mid_window_neither_loses_nor_repeats() {
+    let Some(bin) = lumber_client() else { return };
+    let dir = temp_dir("beats", "term");
+    let port = free_port();
+    let config = format!(
+        r#"input {{ beats {{ port => {port} host => "127.0.0.1" }} }}
+           output {{ stdout {{ codec => json_lines }} }}"#
+    );
+    let yml = "pipeline.workers: 1\npipeline.batch.size: 10\n";
+    let start = || {
+        let mut r = Run::start(&dir, yml, &[], &config, Stdio::null(), Stdio::piped());
+        wait_listening(port, 30);
+        let mut stdout = r.child.stdout.take().unwrap();
+        (r, move || {
+            let mut all = String::new();
+            stdout.read_to_string(&mut all).unwrap();
+            all
+        })
+    };
+    let (mut first, read_first) = start();
+    let total = 4000;
+    let c = Command::new(&bin)
+        .args(["-addr", &format!("127.0.0.1:{port}")])
+        .args(["-n", &total.to_string(), "-window", "400", "-conns", "2"])
+        .args(["-retry", "60s", "-timeout", "20s", "-pad", "200"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads the output: the pipe and the queue fill, and windows wait to be queued.
+    std::thread::sleep(Duration::from_secs(3));
+    first.signal("-TERM");
+    // The output drains once the stop is under way: the waiting windows get room then.
+    std::thread::sleep(Duration::from_millis(100));
+    let reader = std::thread::spawn(read_first);
+    assert!(first.exit(60).success(), "{}", first.log());
+    let mut all = reader.join().unwrap();
+    let (mut second, read_second) = start();
+    let reader = std::thread::spawn(read_second);
+    let o = c.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "client: {}\n{}",
+        acked(&o),
+        second.log()
+    );
+    second.signal("-TERM");
+    assert!(second.exit(60).success(), "{}", second.log());
+    all.push_str(&reader.join().unwrap());
+    let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+    for line in all.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        *counts.entry(v["n"].as_i64().unwrap()).or_default() += 1;
+    }
+    let missing: Vec<i64> = (0..total).filter(|n| !counts.contains_key(n)).collect();
+    assert!(missing.is_empty(), "lost: {missing:?}");
+    let repeated: Vec<&i64> = (counts.iter().filter(|(_, c)| **c > 1))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "{} events came twice (a window queued but not acknowledged), from n = {:?}",
+        repeated.len(),
+        repeated.first()
     );
 }
 

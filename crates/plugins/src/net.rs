@@ -133,7 +133,8 @@ pub async fn bind(input: &str, host: &str, port: u16) -> Result<TcpListener, Str
 /// Accepts connections until the pipeline stops its inputs; each one (after the TLS handshake,
 /// when `tls` is set, bounded by its `ssl_handshake_timeout`) runs `handle`, with its own
 /// handle on the pipeline, in a task of its own. A failed handshake is logged and closes only
-/// that connection.
+/// that connection. At the stop it waits (at most 10 s) for the connections to end: `handle`
+/// must return once the pipeline is stopping and what it holds is queued or refused.
 pub async fn serve<F, Fut>(
     input: &'static str,
     listener: TcpListener,
@@ -152,8 +153,11 @@ pub async fn serve<F, Fut>(
         )
     });
     let mut stop = std::pin::pin!(stopping(ctx));
+    let mut connections = tokio::task::JoinSet::new();
     loop {
         let (stream, addr) = tokio::select! {
+            // Finished connections are reaped as they end.
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             r = listener.accept() => match r {
                 Ok(c) => c,
                 Err(e) => {
@@ -163,7 +167,7 @@ pub async fn serve<F, Fut>(
                     continue;
                 }
             },
-            _ = &mut stop => return,
+            _ = &mut stop => break,
         };
         let _ = stream.set_nodelay(true);
         if keep_alive {
@@ -172,7 +176,7 @@ pub async fn serve<F, Fut>(
         let handle = handle.clone();
         let acceptor = acceptor.clone();
         let ctx = ctx.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             match acceptor {
                 None => {
                     let peer = Peer {
@@ -215,7 +219,23 @@ pub async fn serve<F, Fut>(
             }
         });
     }
+    // Each connection sees the stop and finishes what it holds: a batch being queued is
+    // acknowledged (or refused, when the queue closes) before the connection closes, so that
+    // a client does not send again what was queued. Bounded, for a client that stops reading.
+    let drained = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    });
+    if drained.await.is_err() {
+        tracing::warn!(
+            "{input} input: {} connection(s) still busy {} s after the stop; closing them",
+            connections.len(),
+            DRAIN.as_secs()
+        );
+    }
 }
+
+/// How long [`serve`] waits at the stop for its connections to finish.
+const DRAIN: Duration = Duration::from_secs(10);
 
 /// SO_KEEPALIVE with the system's timings (`tcp_keep_alive`).
 pub fn set_keep_alive(stream: &TcpStream) {

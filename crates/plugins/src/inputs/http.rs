@@ -162,6 +162,7 @@ impl Input for HttpInput {
         self.listen.run(ctx, move |conn, peer, ctx| {
             let shared = Arc::clone(&shared);
             async move {
+                let stop_ctx = ctx.clone();
                 let service = hyper::service::service_fn(move |req| {
                     let shared = Arc::clone(&shared);
                     let ctx = ctx.clone();
@@ -171,7 +172,16 @@ impl Input for HttpInput {
                 let mut http = hyper::server::conn::http1::Builder::new();
                 http.timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(Duration::from_secs(30));
-                if let Err(e) = http.serve_connection(TokioIo::new(conn), service).await {
+                let mut served = std::pin::pin!(http.serve_connection(TokioIo::new(conn), service));
+                // At the stop, requests under way are answered and the connection closes.
+                let ended = tokio::select! {
+                    r = served.as_mut() => r,
+                    _ = net::stopping(&stop_ctx) => {
+                        served.as_mut().graceful_shutdown();
+                        served.await
+                    }
+                };
+                if let Err(e) = ended {
                     tracing::debug!("http input: connection ended: {e}");
                 }
             }
