@@ -119,7 +119,7 @@ fn lines_and_json_lines_from_several_connections_with_the_peers_fields() {
 }
 
 #[test]
-fn an_oversized_line_closes_only_its_connection() {
+fn an_oversized_line_closes_only_its_connection_and_invalid_utf8_is_replaced() {
     let dir = temp_dir("tcp", "oversized");
     let out = dir.join("out.json");
     let port = free_port();
@@ -140,12 +140,20 @@ fn an_oversized_line_closes_only_its_connection() {
     let _ = bad.read_to_end(&mut rest);
     good.write_all(b"after\n").unwrap();
     drop(good);
-    let got = wait_for(&out, 2, 30);
+    // Bytes that are not UTF-8 become replacement characters; the line still comes through.
+    let mut odd = connect(port);
+    odd.write_all(b"bad \xff\xfe bytes\n").unwrap();
+    drop(odd);
+    let got = wait_for(&out, 3, 30);
     r.signal("-TERM");
     assert!(r.exit(30).success());
     let messages: Vec<&str> = got.iter().filter_map(|e| e["message"].as_str()).collect();
-    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages.len(), 3, "{messages:?}");
     assert!(messages.contains(&"before") && messages.contains(&"after"));
+    assert!(
+        messages.contains(&"bad \u{fffd}\u{fffd} bytes"),
+        "{messages:?}"
+    );
     assert!(r.log().contains("max_line_size"), "{}", r.log());
 }
 
