@@ -283,6 +283,7 @@ impl FilterChain {
         let (filter, common) = &mut self.filters[i];
         let mut emitted = std::mem::take(&mut self.emitted);
         let (mut seen, mut kept) = (0u64, 0u64);
+        let new_only = filter.matches_new_events_only();
         for e in events.iter_mut() {
             if e.is_cancelled() {
                 continue;
@@ -290,7 +291,9 @@ impl FilterChain {
             seen += 1;
             let first_new = emitted.len();
             if filter.filter(e, &mut emitted) && !common.is_empty() {
-                common.apply(e);
+                if !new_only {
+                    common.apply(e);
+                }
                 for n in &mut emitted[first_new..] {
                     common.apply(n);
                 }

@@ -27,6 +27,13 @@ pub trait Filter: Send {
     /// A fresh instance for another worker.
     fn clone_box(&self) -> Box<dyn Filter>;
 
+    /// True when the common options (`add_field`, `add_tag`, ...) apply to the events the
+    /// filter makes and not to the one it was given, as Logstash's clone filter matches only
+    /// its copies.
+    fn matches_new_events_only(&self) -> bool {
+        false
+    }
+
     /// Called when the pipeline shuts down, for filters that hold events back.
     fn flush(&mut self, _emit: &mut Vec<Event>) {}
 

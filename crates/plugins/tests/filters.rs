@@ -57,6 +57,27 @@ fn mutate_convert_of_a_hash_tags_failure() {
     assert_eq!(get(&e, "h"), v(json!({"a": 1})));
 }
 
+/// A gsub pattern or replacement holding `%{field}` is filled in from each event, as in
+/// Logstash's mutate (this was a configuration error: `{` is a regex quantifier).
+#[test]
+fn mutate_gsub_fills_in_field_references_per_event() {
+    let config = r#"filter { mutate { gsub => [ "message", "%{host}:", "[%{service}] " ] } }"#;
+    let a = one(
+        config,
+        json!({"message": "web1: up", "host": "web1", "service": "nginx"}),
+    );
+    assert_eq!(get(&a, "message"), v(json!("[nginx]  up")));
+    let b = one(
+        config,
+        json!({"message": "db2: down web1: x", "host": "db2", "service": "pg"}),
+    );
+    assert_eq!(get(&b, "message"), v(json!("[pg]  down web1: x")));
+    // A pattern that the event turns into an invalid regex fails that event only.
+    let c = one(config, json!({"message": "x", "host": "(", "service": "s"}));
+    assert!(c.has_tag("_mutate_error"), "{c:?}");
+    assert_eq!(get(&c, "message"), v(json!("x")));
+}
+
 #[test]
 fn mutate_string_operations() {
     let e = one(
@@ -128,7 +149,19 @@ fn drop_removes_events_and_clone_adds_them() {
     );
     let types: Vec<_> = out.iter().map(|e| get(e, "type")).collect();
     assert_eq!(types, [v(json!("orig")), v(json!("c1")), v(json!("c2"))]);
-    assert!(out.iter().all(|e| e.has_tag("cloned")));
+    // As Logstash's clone: the common options apply to the copies, not the original.
+    assert!(!out[0].has_tag("cloned"), "{:?}", out[0]);
+    assert!(out[1..].iter().all(|e| e.has_tag("cloned")));
+    let out = run(
+        r#"filter { clone { clones => ["c1"] add_field => { "copy" => "yes" } remove_field => ["secret"] remove_tag => ["t"] } }"#,
+        json!({"secret": 1, "tags": ["t", "u"]}),
+    );
+    assert_eq!(get(&out[0], "secret"), v(json!(1)));
+    assert_eq!(get(&out[0], "copy"), None);
+    assert_eq!(get(&out[0], "tags"), v(json!(["t", "u"])));
+    assert_eq!(get(&out[1], "secret"), None);
+    assert_eq!(get(&out[1], "copy"), v(json!("yes")));
+    assert_eq!(get(&out[1], "tags"), v(json!(["u", "c1"])));
     let out = run(
         r#"filter { clone { clones => ["c1"] } }"#,
         json!({"type": "orig"}),

@@ -1,6 +1,7 @@
 //! `clone`: for each name in `clones`, emits a copy of the event. The copy's `type` is set to
 //! the name (`ecs_compatibility => disabled`), or the name is added to its `tags` (ECS modes),
-//! as Logstash's clone filter does.
+//! as Logstash's clone filter does. The common options (`add_tag`, `add_field`, `remove_tag`,
+//! `remove_field`) apply to the copies only; the original goes on untouched.
 
 use sluice_event::{Event, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
@@ -38,5 +39,9 @@ impl Filter for Clone {
 
     fn clone_box(&self) -> Box<dyn Filter> {
         Box::new(self.clone())
+    }
+
+    fn matches_new_events_only(&self) -> bool {
+        true
     }
 }

@@ -34,7 +34,10 @@ pub struct Mutate {
     update: Vec<(FieldName, Template)>,
     replace: Vec<(FieldName, Template)>,
     convert: Vec<(FieldName, Conversion)>,
-    gsub: Vec<(FieldName, regex::Regex, String)>,
+    gsub: Vec<Gsub>,
+    /// Patterns built per event (`%{field}` in a gsub pattern), compiled once each: at most
+    /// [`DYNAMIC_PATTERNS`], then forgotten all at once.
+    dynamic: std::collections::HashMap<String, Option<regex::Regex>>,
     uppercase: Vec<FieldName>,
     capitalize: Vec<FieldName>,
     lowercase: Vec<FieldName>,
@@ -45,6 +48,25 @@ pub struct Mutate {
     copy: Vec<(FieldName, FieldName)>,
     tag_on_failure: String,
 }
+
+/// One `gsub` triple. As Logstash's mutate: a pattern holding `%{...}` is filled in from the
+/// event and compiled then; the replacement is filled in from the event too.
+#[derive(Clone)]
+struct Gsub {
+    field: FieldName,
+    pattern: Pattern,
+    /// In the regex crate's syntax when fixed; filled in (then converted) per event otherwise.
+    replacement: Result<String, Template>,
+}
+
+#[derive(Clone)]
+enum Pattern {
+    Fixed(regex::Regex),
+    PerEvent(Template),
+}
+
+/// How many per-event gsub patterns a worker keeps compiled.
+const DYNAMIC_PATTERNS: usize = 256;
 
 fn names(opts: &mut Options, option: &str) -> Result<Vec<FieldName>, ConfigError> {
     let list = opts.string_list(option)?.unwrap_or_default();
@@ -150,13 +172,23 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
         ));
     }
     for t in gsub.chunks(3) {
-        let re = regex::Regex::new(&t[1])
-            .map_err(|e| opts.error("gsub", format!("invalid regex {:?}: {e}", t[1])))?;
-        m.gsub.push((
-            FieldName::parse(opts, "gsub", &t[0])?,
-            re,
-            ruby_replacement(&t[2]),
-        ));
+        let pattern = if t[1].contains("%{") {
+            Pattern::PerEvent(Template::parse(&t[1]))
+        } else {
+            Pattern::Fixed(
+                regex::Regex::new(&t[1])
+                    .map_err(|e| opts.error("gsub", format!("invalid regex {:?}: {e}", t[1])))?,
+            )
+        };
+        m.gsub.push(Gsub {
+            field: FieldName::parse(opts, "gsub", &t[0])?,
+            pattern,
+            replacement: if t[2].contains("%{") {
+                Err(Template::parse(&t[2]))
+            } else {
+                Ok(ruby_replacement(&t[2]))
+            },
+        });
     }
     m.uppercase = names(opts, "uppercase")?;
     m.capitalize = names(opts, "capitalize")?;
@@ -284,7 +316,7 @@ pub(crate) fn capitalize(s: &str) -> String {
 }
 
 impl Mutate {
-    fn apply(&self, e: &mut Event) -> bool {
+    fn apply(&mut self, e: &mut Event) -> bool {
         let mut ok = true;
         for (f, default) in &self.coerce {
             let Some(r) = f.resolve(e) else { continue };
@@ -341,9 +373,41 @@ impl Mutate {
                 None => ok = false,
             }
         }
-        for (f, re, rep) in &self.gsub {
-            let Some(r) = f.resolve(e).map(|r| r.into_owned()) else {
+        for g in &self.gsub {
+            let Some(r) = g.field.resolve(e).map(|r| r.into_owned()) else {
                 continue;
+            };
+            if e.get(&r).is_none() {
+                continue;
+            }
+            let re = match &g.pattern {
+                Pattern::Fixed(re) => re,
+                Pattern::PerEvent(t) => {
+                    let text = t.render(e);
+                    if self.dynamic.len() >= DYNAMIC_PATTERNS && !self.dynamic.contains_key(&text) {
+                        self.dynamic.clear();
+                    }
+                    let compiled = self.dynamic.entry(text).or_insert_with_key(|text| {
+                        regex::Regex::new(text)
+                            .map_err(|err| tracing::warn!(pattern = %text, "mutate gsub: the pattern filled in from the event is not a valid regex: {err}"))
+                            .ok()
+                    });
+                    match compiled {
+                        Some(re) => re,
+                        None => {
+                            ok = false;
+                            continue;
+                        }
+                    }
+                }
+            };
+            let filled;
+            let rep = match &g.replacement {
+                Ok(fixed) => fixed,
+                Err(t) => {
+                    filled = ruby_replacement(&t.render(e));
+                    &filled
+                }
             };
             if let Some(v) = e.get_mut(&r) {
                 // Non-string values are skipped, as in Logstash (not a failure).
