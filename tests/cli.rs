@@ -141,6 +141,36 @@ fn test_and_exit_checks_plugins_and_options() {
     );
 }
 
+/// The generator flushes its codec at the end, as Logstash's: a last line without its
+/// delimiter is an event too (with the host, without a sequence number).
+#[test]
+fn generator_flushes_its_codec_at_the_end() {
+    let out = sluice()
+        .args([
+            "-e",
+            // A real newline inside the quoted line.
+            "input { generator { count => 2 lines => [\"a\nb\"] codec => line } }
+             output { stdout { codec => json_lines } }",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let messages: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    // "a<newline>b" twice is "a", "ba" (the second joins the first's tail), then "b" at the end.
+    assert_eq!(messages, ["a", "ba", "b"], "{events:?}");
+    let last = &events[2];
+    assert!(last["host"]["name"].is_string(), "{last}");
+    assert!(last["event"]["sequence"].is_null(), "{last}");
+}
+
 #[test]
 fn generator_to_file_delivers_every_event_once() {
     let dir = temp_dir("gen");

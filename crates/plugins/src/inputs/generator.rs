@@ -88,6 +88,15 @@ impl Spec {
                 return;
             }
         }
+        // As Logstash: what the codec still holds (a last line without its delimiter) becomes
+        // events at the end, with the host but no sequence number.
+        let first = batch.len();
+        codec.flush(&mut batch);
+        for e in &mut batch[first..] {
+            if e.get(&self.host_field).is_none() {
+                e.set(&self.host_field, Value::String(self.host.as_str().into()));
+            }
+        }
         let _ = ctx.push(batch);
     }
 }
