@@ -11,6 +11,10 @@ pub const TAGS: &str = "tags";
 pub const METADATA: &str = "@metadata";
 /// Logstash's tag for an `@timestamp` that could not be parsed on event creation.
 pub const TIMESTAMP_PARSE_FAILURE: &str = "_timestampparsefailure";
+/// The tag an event gets when it arrives with a `tags` field that is neither a string nor a
+/// list of strings; the value is kept, in a one-element list, in [`TAGS_FAILURE_FIELD`].
+pub const TAGS_PARSE_FAILURE: &str = "_tagsparsefailure";
+pub const TAGS_FAILURE_FIELD: &str = "_tags";
 
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -90,6 +94,22 @@ impl Event {
         fields
             .entry(Key::from(VERSION))
             .or_insert_with(|| Value::String("1".into()));
+        // As Logstash: `tags` must be a string or a list of strings. Anything else moves to
+        // `_tags` (in a list) and `tags` says so; checked before `@timestamp`'s own tag.
+        let illegal_tags = match fields.get(TAGS) {
+            None | Some(Value::Null) | Some(Value::String(_)) => false,
+            Some(Value::Array(a)) => !a.iter().all(|v| matches!(v, Value::String(_))),
+            Some(_) => true,
+        };
+        if illegal_tags {
+            if let Some(bad) = fields.remove(TAGS) {
+                fields.insert(Key::from(TAGS_FAILURE_FIELD), Value::Array(vec![bad]));
+                fields.insert(
+                    Key::from(TAGS),
+                    Value::Array(vec![Value::String(TAGS_PARSE_FAILURE.into())]),
+                );
+            }
+        }
         let mut event = Event {
             fields,
             metadata,
@@ -228,7 +248,9 @@ impl Event {
         }
     }
 
-    /// Adds `tag` unless present; a scalar `tags` field becomes an array first.
+    /// Logstash's `Event#tag` (what `tag_on_failure` and the plugins' own tags use): adds `tag`
+    /// unless present. A string `tags` equal to it stays a string; any other becomes a list
+    /// first.
     pub fn add_tag(&mut self, tag: &str) {
         let tags = self
             .fields
@@ -241,25 +263,48 @@ impl Event {
                 }
             }
             Value::Null => *tags = Value::Array(vec![Value::String(tag.into())]),
+            Value::String(s) if s == tag => {}
             other => {
                 let old = std::mem::take(other);
-                let mut a = vec![old];
-                if a[0].as_str() != Some(tag) {
-                    a.push(Value::String(tag.into()));
-                }
-                *other = Value::Array(a);
+                *other = Value::Array(vec![old, Value::String(tag.into())]);
             }
         }
     }
 
+    /// The `add_tag` option of filters and the `tags` option of inputs (Logstash's
+    /// decorators): `tags` becomes a list (a string its only item) and `tag` is appended,
+    /// even when already there.
+    pub fn append_tag(&mut self, tag: &str) {
+        let tags = self.tags_as_list();
+        tags.push(Value::String(tag.into()));
+    }
+
+    /// The `remove_tag` option of filters (Logstash's `filter_matched`): when there is a
+    /// `tags` field, it becomes a list (a string its only item) without any `tag`; an empty
+    /// list stays.
     pub fn remove_tag(&mut self, tag: &str) {
-        match self.fields.get_mut(TAGS) {
-            Some(Value::Array(a)) => a.retain(|v| v.as_str() != Some(tag)),
-            Some(Value::String(s)) if s == tag => {
-                self.fields
-                    .insert(Key::from(TAGS), Value::Array(Vec::new()));
-            }
-            _ => {}
+        if matches!(self.fields.get(TAGS), None | Some(Value::Null)) {
+            return;
+        }
+        self.tags_as_list().retain(|v| v.as_str() != Some(tag));
+    }
+
+    /// The `tags` field as a list, made one first (Ruby's `Array(tags)`).
+    fn tags_as_list(&mut self) -> &mut Vec<Value> {
+        let tags = self
+            .fields
+            .entry(Key::from(TAGS))
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !matches!(tags, Value::Array(_)) {
+            let old = std::mem::take(tags);
+            *tags = Value::Array(match old {
+                Value::Null => Vec::new(),
+                other => vec![other],
+            });
+        }
+        match tags {
+            Value::Array(a) => a,
+            _ => unreachable!("made a list above"),
         }
     }
 
@@ -324,20 +369,66 @@ mod tests {
         assert_eq!(e.get_field("_@timestamp"), Some(&"garbage".into()));
     }
 
+    fn list(items: &[&str]) -> Option<Value> {
+        Some(Value::Array(items.iter().map(|t| (*t).into()).collect()))
+    }
+
+    /// `Event#tag` (Logstash's event spec): once each; a string `tags` that already says it
+    /// stays a string.
     #[test]
-    fn tags_add_once_and_remove() {
+    fn tag_adds_once_and_keeps_an_equal_string() {
         let mut e = Event::new();
         e.add_tag("a");
         e.add_tag("a");
         e.add_tag("b");
-        assert_eq!(
-            e.get_field(TAGS),
-            Some(&Value::Array(vec!["a".into(), "b".into()]))
-        );
-        e.remove_tag("a");
-        assert!(!e.has_tag("a"));
+        assert_eq!(e.get_field(TAGS).cloned(), list(&["a", "b"]));
         e.set_field(TAGS, "solo".into());
+        e.add_tag("solo");
+        assert_eq!(e.get_field(TAGS), Some(&"solo".into()));
         e.add_tag("two");
-        assert!(e.has_tag("solo") && e.has_tag("two"));
+        assert_eq!(e.get_field(TAGS).cloned(), list(&["solo", "two"]));
+    }
+
+    /// The add_tag/remove_tag options (Logstash's decorators and `filter_matched`): a string
+    /// becomes a list the first time either touches it; add_tag appends even a tag already
+    /// there; remove_tag removes every copy and leaves an empty list.
+    #[test]
+    fn tag_options_turn_a_string_into_a_list() {
+        let mut e = Event::new();
+        e.set_field(TAGS, "solo".into());
+        e.append_tag("solo");
+        assert_eq!(e.get_field(TAGS).cloned(), list(&["solo", "solo"]));
+        e.remove_tag("solo");
+        assert_eq!(e.get_field(TAGS).cloned(), list(&[]));
+        e.set_field(TAGS, "solo".into());
+        e.remove_tag("other");
+        assert_eq!(e.get_field(TAGS).cloned(), list(&["solo"]));
+        let mut bare = Event::new();
+        bare.remove_tag("x");
+        assert_eq!(bare.get_field(TAGS), None);
+        bare.append_tag("x");
+        assert_eq!(bare.get_field(TAGS).cloned(), list(&["x"]));
+    }
+
+    /// An event that arrives with `tags` neither a string nor a list of strings (Logstash's
+    /// event spec and its `_tagsparsefailure` fixtures).
+    #[test]
+    fn illegal_tags_move_to_underscore_tags() {
+        let parse = |json: &str| match crate::json::parse(json.as_bytes()) {
+            Ok(Value::Object(m)) => Event::from_map(m),
+            other => panic!("{other:?}"),
+        };
+        let e = parse(r#"{"tags": {"poison": true}}"#);
+        assert_eq!(e.get_field(TAGS).cloned(), list(&[TAGS_PARSE_FAILURE]));
+        let kept = crate::json::parse(br#"[{"poison": true}]"#).unwrap();
+        assert_eq!(e.get_field(TAGS_FAILURE_FIELD), Some(&kept));
+        let e = parse(r#"{"tags": [1, 2, 3]}"#);
+        let kept = crate::json::parse(b"[[1, 2, 3]]").unwrap();
+        assert_eq!(e.get_field(TAGS_FAILURE_FIELD), Some(&kept));
+        let e = parse(r#"{"tags": ["a", "b"], "n": 1}"#);
+        assert_eq!(e.get_field(TAGS).cloned(), list(&["a", "b"]));
+        assert_eq!(e.get_field(TAGS_FAILURE_FIELD), None);
+        let e = parse(r#"{"tags": "solo"}"#);
+        assert_eq!(e.get_field(TAGS), Some(&"solo".into()));
     }
 }

@@ -16,7 +16,9 @@ pub mod template;
 pub mod timestamp;
 pub mod value;
 
-pub use event::{Event, METADATA, TAGS, TIMESTAMP, VERSION};
+pub use event::{
+    Event, METADATA, TAGS, TAGS_FAILURE_FIELD, TAGS_PARSE_FAILURE, TIMESTAMP, VERSION,
+};
 pub use fieldref::{FieldRef, FieldRefError};
 pub use template::Template;
 pub use timestamp::Timestamp;

@@ -235,8 +235,9 @@ impl InputDecoration {
                 event.set_field("type", Value::String(t.as_str().into()));
             }
         }
+        // As Logstash's decorators: appended even when already there.
         for tag in &self.tags {
-            event.add_tag(tag);
+            event.append_tag(tag);
         }
         for (k, v) in &self.add_field {
             let key = k.render(event);

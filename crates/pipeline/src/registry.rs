@@ -71,7 +71,7 @@ impl FilterCommon {
         }
         for t in &self.add_tag {
             let tag = t.render(event);
-            event.add_tag(&tag);
+            event.append_tag(&tag);
         }
         for t in &self.remove_tag {
             let tag = t.render(event);
