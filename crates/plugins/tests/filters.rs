@@ -167,6 +167,14 @@ fn drop_removes_events_and_clone_adds_them() {
         json!({"type": "orig"}),
     );
     assert!(out[1].has_tag("c1") && get(&out[1], "type") == v(json!("orig")));
+    // `clones => []` is a warning in every ECS mode (the event passes alone); no `clones` at
+    // all is an error.
+    for ecs in ["disabled", "v8"] {
+        let config = format!(r#"filter {{ clone {{ clones => [] ecs_compatibility => {ecs} }} }}"#);
+        assert_eq!(run(&config, json!({"a": 1})).len(), 1, "{ecs}");
+    }
+    let err = common::run_filters("filter { clone { } }", &[]).unwrap_err();
+    assert!(err.contains("clones"), "{err}");
 }
 
 #[test]

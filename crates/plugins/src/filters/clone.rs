@@ -15,10 +15,17 @@ pub struct Clone {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
-    let clones = opts.string_list("clones")?.unwrap_or_default();
+    let Some(clones) = opts.string_list("clones")? else {
+        return Err(opts.plugin_error(
+            "missing required setting \"clones\" for filter plugin \"clone\"".to_owned(),
+        ));
+    };
     let ecs = Ecs::from_options(opts)?;
-    if clones.is_empty() && ecs.enabled() {
-        return Err(opts.error("clones", "must name at least one clone in ECS mode"));
+    if clones.is_empty() {
+        // As Logstash, in every ECS mode: a warning, and the events pass unchanged.
+        tracing::warn!(
+            "clone filter: the parameter 'clones' is empty, so no clones will be created"
+        );
     }
     Ok(Box::new(Clone { clones, ecs }))
 }
