@@ -40,25 +40,48 @@ impl FieldRef {
                 segments: vec![Key::from(text)],
             });
         }
+        // Logstash's strict tokenizer: brackets may nest (`[[a][b]]` and `[[a]][b]` are
+        // `[a][b]`); a `[` must open right at the start or after another bracket, only a
+        // bracket may follow a `]`, an empty `[]` is refused, and every bracket is closed.
+        // The segments are the non-empty texts between brackets, in order.
         let mut segments = Vec::new();
-        let mut rest = text;
-        while !rest.is_empty() {
-            let Some(inner) = rest.strip_prefix('[') else {
-                return Err(err(
-                    "text after a closing bracket must start another [segment]",
-                ));
-            };
-            let Some(end) = inner.find(']') else {
-                return Err(err("missing closing bracket"));
-            };
-            let seg = &inner[..end];
-            if seg.contains('[') {
-                return Err(err("nested brackets"));
+        let bytes = text.as_bytes();
+        let (mut depth, mut start) = (0usize, 0usize);
+        for (i, &b) in bytes.iter().enumerate() {
+            let previous = i.checked_sub(1).map(|p| bytes[p]);
+            match b {
+                b'[' => {
+                    if start != i {
+                        return Err(err(
+                            "a [ must open a segment right after another bracket, as in [a][b]",
+                        ));
+                    }
+                    depth += 1;
+                    start = i + 1;
+                }
+                b']' => {
+                    if depth == 0 {
+                        return Err(err("a ] closes no bracket"));
+                    }
+                    if start == i && previous != Some(b']') {
+                        return Err(err("empty segment []"));
+                    }
+                    if start < i {
+                        segments.push(Key::from(&text[start..i]));
+                    }
+                    depth -= 1;
+                    start = i + 1;
+                }
+                _ if previous == Some(b']') => {
+                    return Err(err(
+                        "text after a closing bracket must start another [segment]",
+                    ));
+                }
+                _ => {}
             }
-            if !seg.is_empty() {
-                segments.push(Key::from(seg));
-            }
-            rest = &inner[end + 1..];
+        }
+        if depth > 0 {
+            return Err(err("missing closing bracket"));
         }
         if segments.is_empty() {
             return Err(err("empty field reference"));
@@ -230,6 +253,35 @@ mod tests {
         assert!(FieldRef::parse("[a").is_err());
         assert!(FieldRef::parse("[a]b").is_err());
         assert!(FieldRef::parse("").is_err());
+    }
+
+    /// Embedded references, as Logstash's strict tokenizer reads them (its FieldReference
+    /// spec): the brackets nest without making levels of their own.
+    #[test]
+    fn embedded_brackets_flatten() {
+        assert_eq!(p("[[service][version]]"), ["service", "version"]);
+        assert_eq!(p("[[foo]][bar]"), ["foo", "bar"]);
+        assert_eq!(p("[foo][[bar]]"), ["foo", "bar"]);
+        assert_eq!(p("[[foo]]"), ["foo"]);
+        assert_eq!(p("[[[foo]]]"), ["foo"]);
+        assert_eq!(p("[[foo][bar]][baz]"), ["foo", "bar", "baz"]);
+        for bad in [
+            "[]",
+            "[foo][]",
+            "[[]]",
+            "]",
+            "foo]",
+            "[foo]]",
+            "[[foo]bar]",
+            "[nope[foo][bar]][baz]",
+            "[[foo][bar]nope][baz]",
+            "[foo][bar][baz",
+            "[foo][",
+            "foo[bar]",
+            "[foo]bar",
+        ] {
+            assert!(FieldRef::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
