@@ -18,7 +18,7 @@ use crate::options::{error_at, ConfigError};
 enum Operand {
     Field(FieldRef),
     Literal(Value),
-    Regex(regex::Regex),
+    Regex(sluice_regex::Regex),
 }
 
 #[derive(Debug)]
@@ -34,7 +34,7 @@ enum Node {
     Nand(Box<Node>, Box<Node>),
     Not(Box<Node>),
     Compare(CompareOp, Operand, Operand),
-    Match(Operand, regex::Regex, bool),
+    Match(Operand, sluice_regex::Regex, bool),
     In(Operand, Operand, bool),
     Truthy(Operand),
 }
@@ -56,8 +56,8 @@ impl Compiler<'_> {
         error_at(self.source, self.span, msg)
     }
 
-    fn regex(&self, src: &str) -> Result<regex::Regex, ConfigError> {
-        regex::Regex::new(src)
+    fn regex(&self, src: &str) -> Result<sluice_regex::Regex, ConfigError> {
+        sluice_regex::Regex::new(src)
             .map_err(|e| self.err(format!("invalid regular expression /{src}/: {e}")))
     }
 

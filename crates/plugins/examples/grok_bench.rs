@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use sluice_event::Event;
-use sluice_plugins::filters::grok::{expand, onig, patterns};
+use sluice_plugins::filters::grok::{expand, patterns};
+use sluice_regex::onig;
 
 // The allocator the sluice binary ships with, so that allocation costs are the real ones.
 #[global_allocator]

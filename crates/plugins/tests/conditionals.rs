@@ -84,3 +84,33 @@ fn logstash_conditional_specs() {
         failures.join("\n")
     );
 }
+
+/// Regular expressions in conditions are Ruby's: a `{` that starts no interval is a literal,
+/// `\h` is a hex digit, `\A`/`\z`/`\Z`, named back-references and look-behind work, `^`/`$`
+/// match at line breaks (Rust's regex crate refused or read these differently).
+#[test]
+fn condition_regexes_are_ruby_regexes() {
+    let config = r#"filter {
+        if [message] =~ /^{.*}$/ { mutate { add_tag => ["json"] } }
+        if [message] =~ /\A\h+\z/ { mutate { add_tag => ["hex"] } }
+        if [message] =~ /(?<w>\w+) \k<w>/ { mutate { add_tag => ["twice"] } }
+        if [message] =~ /(?<=id=)\d+/ { mutate { add_tag => ["id"] } }
+        if [message] =~ /^second$/ { mutate { add_tag => ["line"] } }
+        if [message] !~ /{name=/ { mutate { add_tag => ["no-name"] } }
+    }"#;
+    let tags = |message: &str| -> Vec<String> {
+        let e = common::one(config, serde_json::json!({ "message": message }));
+        match common::get(&e, "tags") {
+            Some(sluice_event::Value::Array(a)) => a
+                .iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    assert_eq!(tags(r#"{"a": 1}"#), ["json", "no-name"]);
+    assert_eq!(tags("c0ffee"), ["hex", "no-name"]);
+    assert_eq!(tags("go go id=42"), ["twice", "id", "no-name"]);
+    assert_eq!(tags("first\nsecond"), ["line", "no-name"]);
+    assert_eq!(tags("x {name=y}"), Vec::<String>::new());
+}

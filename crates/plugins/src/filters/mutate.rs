@@ -7,6 +7,7 @@
 
 use sluice_event::{Event, Template, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
+use sluice_regex::{Regex, Replacement};
 
 use crate::field::FieldName;
 
@@ -37,7 +38,7 @@ pub struct Mutate {
     gsub: Vec<Gsub>,
     /// Patterns built per event (`%{field}` in a gsub pattern), compiled once each: at most
     /// [`DYNAMIC_PATTERNS`], then forgotten all at once.
-    dynamic: std::collections::HashMap<String, Option<regex::Regex>>,
+    dynamic: std::collections::HashMap<String, Option<Regex>>,
     uppercase: Vec<FieldName>,
     capitalize: Vec<FieldName>,
     lowercase: Vec<FieldName>,
@@ -55,13 +56,13 @@ pub struct Mutate {
 struct Gsub {
     field: FieldName,
     pattern: Pattern,
-    /// In the regex crate's syntax when fixed; filled in (then converted) per event otherwise.
-    replacement: Result<String, Template>,
+    /// Parsed once when fixed; filled in and parsed per event otherwise.
+    replacement: Result<Replacement, Template>,
 }
 
 #[derive(Clone)]
 enum Pattern {
-    Fixed(regex::Regex),
+    Fixed(Regex),
     PerEvent(Template),
 }
 
@@ -104,40 +105,6 @@ fn field_pairs(
         .collect()
 }
 
-/// Turns a Ruby replacement string (`\1`, `\k<name>`) into the regex crate's syntax.
-fn ruby_replacement(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '$' => out.push_str("$$"),
-            '\\' => match chars.peek().copied() {
-                Some(d) if d.is_ascii_digit() => {
-                    chars.next();
-                    out.push_str(&format!("${{{d}}}"));
-                }
-                Some('k') => {
-                    chars.next();
-                    if chars.peek() == Some(&'<') {
-                        chars.next();
-                        let name: String = chars.by_ref().take_while(|&c| c != '>').collect();
-                        out.push_str(&format!("${{{name}}}"));
-                    } else {
-                        out.push_str("\\k");
-                    }
-                }
-                Some('\\') => {
-                    chars.next();
-                    out.push('\\');
-                }
-                _ => out.push('\\'),
-            },
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     let mut m = Mutate {
         coerce: field_templates(opts, "coerce")?,
@@ -176,7 +143,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
             Pattern::PerEvent(Template::parse(&t[1]))
         } else {
             Pattern::Fixed(
-                regex::Regex::new(&t[1])
+                Regex::new(&t[1])
                     .map_err(|e| opts.error("gsub", format!("invalid regex {:?}: {e}", t[1])))?,
             )
         };
@@ -186,7 +153,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
             replacement: if t[2].contains("%{") {
                 Err(Template::parse(&t[2]))
             } else {
-                Ok(ruby_replacement(&t[2]))
+                Ok(Replacement::parse(&t[2]))
             },
         });
     }
@@ -388,7 +355,7 @@ impl Mutate {
                         self.dynamic.clear();
                     }
                     let compiled = self.dynamic.entry(text).or_insert_with_key(|text| {
-                        regex::Regex::new(text)
+                        Regex::new(text)
                             .map_err(|err| tracing::warn!(pattern = %text, "mutate gsub: the pattern filled in from the event is not a valid regex: {err}"))
                             .ok()
                     });
@@ -405,13 +372,13 @@ impl Mutate {
             let rep = match &g.replacement {
                 Ok(fixed) => fixed,
                 Err(t) => {
-                    filled = ruby_replacement(&t.render(e));
+                    filled = Replacement::parse(&t.render(e));
                     &filled
                 }
             };
             if let Some(v) = e.get_mut(&r) {
                 // Non-string values are skipped, as in Logstash (not a failure).
-                map_strings(v, &|s| re.replace_all(s, rep.as_str()).into_owned());
+                map_strings(v, &|s| re.replace_all(s, rep).into_owned());
             }
         }
         for (fields, case) in [
@@ -533,13 +500,6 @@ impl Filter for Mutate {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ruby_backrefs_become_regex_crate_syntax() {
-        assert_eq!(ruby_replacement(r"\1-\2"), "${1}-${2}");
-        assert_eq!(ruby_replacement(r"\k<word>!"), "${word}!");
-        assert_eq!(ruby_replacement("cost $5"), "cost $$5");
-    }
 
     #[test]
     fn numbers_follow_ruby_prefix_rules() {

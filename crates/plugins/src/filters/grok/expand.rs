@@ -327,7 +327,7 @@ mod tests {
     #[test]
     fn arbitrary_text_does_not_panic() {
         let texts =
-            super::super::random_texts(r"%{}:=\[]WORDINTPAx@.-é ", 0x2545_f491_4f6c_dd1d, 20_000);
+            sluice_regex::random_texts(r"%{}:=\[]WORDINTPAx@.-é ", 0x2545_f491_4f6c_dd1d, 20_000);
         for (text, seed) in texts {
             let _ = run(&text, &[("A", "%{A}x")], seed.is_multiple_of(2));
         }

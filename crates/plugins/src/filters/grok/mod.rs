@@ -32,7 +32,6 @@
 
 pub mod convert;
 pub mod expand;
-pub mod onig;
 pub mod patterns;
 
 use std::collections::HashMap;
@@ -42,6 +41,7 @@ use std::time::{Duration, Instant};
 use pcre2::bytes::{CaptureLocations, Regex, RegexBuilder};
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
+use sluice_regex::onig;
 
 use crate::ecs::Ecs;
 use patterns::PatternSet;
@@ -515,29 +515,6 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     };
     let on_failure = crate::dead_letter::OnFailure::from_options(opts)?;
     Ok(Box::new(Grok::new(Arc::new(cfg), on_failure)))
-}
-
-/// Test input: `count` pseudo-random texts of up to 23 characters from `alphabet` (xorshift
-/// from `seed`), each with the generator's state after it, for tests that want one more bit.
-#[cfg(test)]
-fn random_texts(
-    alphabet: &str,
-    mut seed: u64,
-    count: usize,
-) -> impl Iterator<Item = (String, u64)> {
-    let alphabet: Vec<char> = alphabet.chars().collect();
-    (0..count).map(move |_| {
-        let len = (seed % 24) as usize;
-        let text = (0..len)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                alphabet[(seed % alphabet.len() as u64) as usize]
-            })
-            .collect();
-        (text, seed)
-    })
 }
 
 #[cfg(test)]

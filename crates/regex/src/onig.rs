@@ -1,4 +1,4 @@
-//! Oniguruma (Ruby syntax, as Logstash's grok compiles with) to PCRE2.
+//! Oniguruma (Ruby syntax, as Logstash compiles every regex with) to PCRE2.
 //!
 //! The two flavours agree on most syntax (atomic groups, lookbehind, possessive `*+ ++ ?+`,
 //! `\A \z \Z \b`, POSIX brackets); what differs and is rewritten here:
@@ -455,7 +455,7 @@ mod tests {
     #[test]
     fn arbitrary_text_does_not_panic() {
         let alphabet = r"()[]{}<>?*+\|^$.:=!'#,-amhuHkgPx0123é ";
-        for (text, _) in super::super::random_texts(alphabet, 0x9e37_79b9_7f4a_7c15, 20_000) {
+        for (text, _) in crate::random_texts(alphabet, 0x9e37_79b9_7f4a_7c15, 20_000) {
             let out = translate(&text);
             let _ = pcre2::bytes::RegexBuilder::new()
                 .utf(true)
