@@ -1,29 +1,29 @@
 //! `json`: each chunk of input is one JSON document (an object, or an array of objects);
 //! each event is written as one JSON object, without a delimiter.
 
-use sluice_event::Event;
+use sluice_event::{Event, FieldRef};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
 use super::json_events;
 
+/// `target`: where each document goes (see [`json_events`]).
 #[derive(Clone)]
-pub struct Json;
+pub struct Json {
+    target: Option<FieldRef>,
+}
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     super::require_utf8(opts)?;
     crate::ecs::Ecs::from_options(opts)?;
-    opts.string("target")?.map_or(
-        Ok(()),
-        |_| Err(opts.error("target", "is not supported yet")),
-    )?;
-    Ok(Box::new(Json))
+    let target = super::json_target(opts)?;
+    Ok(Box::new(Json { target }))
 }
 
 impl Codec for Json {
     fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
         let text = data.trim_ascii();
         if !text.is_empty() {
-            json_events(text, out);
+            json_events(text, self.target.as_ref(), out);
         }
     }
 
@@ -32,6 +32,6 @@ impl Codec for Json {
     }
 
     fn clone_box(&self) -> Box<dyn Codec> {
-        Box::new(Json)
+        Box::new(self.clone())
     }
 }

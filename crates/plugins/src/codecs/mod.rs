@@ -70,11 +70,39 @@ pub fn text_event(text: String, ecs: Ecs) -> Event {
     e
 }
 
+/// The `target` option of the json codecs: where the decoded document goes, as a field of a
+/// new event, instead of becoming the event's fields.
+pub fn json_target(
+    opts: &mut sluice_pipeline::Options,
+) -> Result<Option<FieldRef>, sluice_pipeline::ConfigError> {
+    match opts.string("target")? {
+        None => Ok(None),
+        Some(t) => FieldRef::parse(&t)
+            .map(Some)
+            .map_err(|e| opts.error("target", e.to_string())),
+    }
+}
+
 /// Decodes one JSON text into events, as Logstash's json codecs do: an object is one event,
 /// an array of objects is several, anything else (or invalid JSON) is an event carrying the
-/// text in `message`, tagged `_jsonparsefailure`.
-pub fn json_events(text: &[u8], out: &mut Vec<Event>) {
-    match sluice_event::json::parse(text) {
+/// text in `message`, tagged `_jsonparsefailure`. With a `target`, each object (or each item
+/// of an array) is set at that field of a new event.
+pub fn json_events(text: &[u8], target: Option<&FieldRef>, out: &mut Vec<Event>) {
+    let parsed = sluice_event::json::parse(text);
+    if let (Some(target), Ok(Value::Object(_) | Value::Array(_))) = (target, &parsed) {
+        let items = match parsed {
+            Ok(Value::Array(items)) => items,
+            Ok(object) => vec![object],
+            Err(_) => unreachable!("matched above"),
+        };
+        for item in items {
+            let mut e = Event::new();
+            e.set(target, item);
+            out.push(e);
+        }
+        return;
+    }
+    match parsed {
         Ok(Value::Object(m)) => out.push(Event::from_map(m)),
         Ok(Value::Array(items)) if items.iter().all(|i| matches!(i, Value::Object(_))) => {
             for i in items {
