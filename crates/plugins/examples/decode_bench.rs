@@ -40,7 +40,7 @@ fn run(n: usize, cross_thread: bool) -> f64 {
         let k = left.min(250);
         let mut events = Vec::with_capacity(k);
         for _ in 0..k {
-            sluice_plugins::codecs::json_events(DOC.as_bytes(), &mut events);
+            sluice_plugins::codecs::json_events(DOC.as_bytes(), None, &mut events);
         }
         decoded += events.len();
         if cross_thread {
