@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use net_support::{certs, free_port, lumber_client};
+use net_support::{certs, free_port, lumber_client, wait_listening};
 use run_support::{temp_dir, Run};
 
 /// Runs the client to the end: `-addr 127.0.0.1:<port>` and `args`.
@@ -62,15 +62,6 @@ fn wait_lines(path: &Path, n: usize, secs: u64) {
             "{} of {n} lines in {secs} s",
             lines(path)
         );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Waits until something listens on the port.
-fn wait_listening(port: u16, secs: u64) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -369,12 +360,7 @@ fn a_full_queue_gets_keep_alives_not_a_resend() {
         c.try_wait().unwrap().is_none(),
         "the client finished while the output was blocked"
     );
-    let mut stdout = r.child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut all = Vec::new();
-        stdout.read_to_end(&mut all).unwrap();
-        all
-    });
+    let reader = r.read_stdout();
     let status = c.wait().unwrap();
     let mut msg = String::new();
     c.stderr.take().unwrap().read_to_string(&mut msg).unwrap();
@@ -383,7 +369,7 @@ fn a_full_queue_gets_keep_alives_not_a_resend() {
     assert!(r.exit(60).success(), "{}", r.log());
     let all = reader.join().unwrap();
     let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
-    for line in String::from_utf8(all).unwrap().lines() {
+    for line in all.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         *counts.entry(v["n"].as_i64().unwrap()).or_default() += 1;
     }
@@ -408,16 +394,11 @@ fn a_graceful_stop_mid_window_neither_loses_nor_repeats() {
     );
     let yml = "pipeline.workers: 1\npipeline.batch.size: 10\n";
     let start = || {
-        let mut r = Run::start(&dir, yml, &[], &config, Stdio::null(), Stdio::piped());
+        let r = Run::start(&dir, yml, &[], &config, Stdio::null(), Stdio::piped());
         wait_listening(port, 30);
-        let mut stdout = r.child.stdout.take().unwrap();
-        (r, move || {
-            let mut all = String::new();
-            stdout.read_to_string(&mut all).unwrap();
-            all
-        })
+        r
     };
-    let (mut first, read_first) = start();
+    let mut first = start();
     let total = 4000;
     let c = Command::new(&bin)
         .args(["-addr", &format!("127.0.0.1:{port}")])
@@ -432,11 +413,11 @@ fn a_graceful_stop_mid_window_neither_loses_nor_repeats() {
     first.signal("-TERM");
     // The output drains once the stop is under way: the waiting windows get room then.
     std::thread::sleep(Duration::from_millis(100));
-    let reader = std::thread::spawn(read_first);
+    let reader = first.read_stdout();
     assert!(first.exit(60).success(), "{}", first.log());
     let mut all = reader.join().unwrap();
-    let (mut second, read_second) = start();
-    let reader = std::thread::spawn(read_second);
+    let mut second = start();
+    let reader = second.read_stdout();
     let o = c.wait_with_output().unwrap();
     assert!(
         o.status.success(),

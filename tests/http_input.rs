@@ -5,7 +5,6 @@
 mod net_support;
 mod run_support;
 
-use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -33,14 +32,6 @@ fn post(port: u16, path: &str, content_type: &str, body: &[u8], auth: Option<&st
     }
 }
 
-fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn bodies_become_events_with_the_requests_fields() {
     let dir = temp_dir("http", "bodies");
@@ -52,7 +43,7 @@ fn bodies_become_events_with_the_requests_fields() {
         out.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
-    wait_listening(port);
+    net_support::wait_listening(port, 30);
     let auth = Some("u:secret");
     assert_eq!(
         post(
@@ -119,7 +110,7 @@ fn a_blocked_pipeline_answers_429_past_the_pending_limit() {
         Stdio::null(),
         Stdio::piped(),
     );
-    wait_listening(port);
+    net_support::wait_listening(port, 30);
     // Fill the pipe and the queue.
     let big = "x".repeat(60_000);
     // One after another: the first few fit in the pipe and the queue, the next ones wait
@@ -134,12 +125,7 @@ fn a_blocked_pipeline_answers_429_past_the_pending_limit() {
     std::thread::sleep(Duration::from_secs(1));
     let busy = post(port, "/", "text/plain", b"one too many", None);
     assert_eq!(busy, 429, "{}", r.log());
-    let mut stdout = r.child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        stdout.read_to_string(&mut all).unwrap();
-        all
-    });
+    let reader = r.read_stdout();
     let codes: Vec<u16> = fill.into_iter().map(|t| t.join().unwrap()).collect();
     let accepted = codes.iter().filter(|c| **c == 200).count();
     assert!(accepted >= 3, "{codes:?}");

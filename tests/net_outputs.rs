@@ -23,6 +23,20 @@ fn ns(lines: &[String]) -> BTreeSet<i64> {
         .collect()
 }
 
+/// Lines from `from` until they hold `total` distinct sequence numbers or the stream ends.
+fn read_until(from: impl Read, total: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(from);
+    while ns(&lines).len() < total {
+        let mut l = String::new();
+        if reader.read_line(&mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        lines.push(l.trim_end().to_owned());
+    }
+    lines
+}
+
 /// The server is not there at first: the output retries the batch (reconnecting every
 /// `reconnect_interval`) and delivers every event once it is. (A server that closes a
 /// connection loses what the kernel had taken for it, as with Logstash's tcp output.)
@@ -51,15 +65,7 @@ fn tcp_output_waits_for_its_server_and_delivers_every_event() {
     let (conn, _) = server.accept().unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
-    let mut lines = Vec::new();
-    let mut reader = BufReader::new(conn);
-    while ns(&lines).len() < total {
-        let mut l = String::new();
-        if reader.read_line(&mut l).unwrap_or(0) == 0 {
-            break;
-        }
-        lines.push(l.trim_end().to_owned());
-    }
+    let lines = read_until(conn, total);
     assert!(r.exit(60).success(), "{}", r.log());
     assert_eq!(ns(&lines).len(), total, "events missing");
 }
@@ -232,15 +238,7 @@ fn tcp_output_over_tls() {
         c.ca.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
-    let mut lines = Vec::new();
-    let mut reader = BufReader::new(server.stdout.take().unwrap());
-    while ns(&lines).len() < total {
-        let mut l = String::new();
-        if reader.read_line(&mut l).unwrap_or(0) == 0 {
-            break;
-        }
-        lines.push(l.trim_end().to_owned());
-    }
+    let lines = read_until(server.stdout.take().unwrap(), total);
     assert!(r.exit(60).success(), "{}", r.log());
     let _ = server.kill();
     let _ = server.wait();
@@ -257,19 +255,10 @@ fn tcp_output_server_mode_sends_to_every_client() {
            output {{ tcp {{ mode => "server" host => "127.0.0.1" port => {port} codec => line {{ format => "%{{message}}" }} }} }}"#
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::piped(), Stdio::null());
-    let connect = || {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match std::net::TcpStream::connect(("127.0.0.1", port)) {
-                Ok(s) => return s,
-                Err(_) => {
-                    assert!(Instant::now() < deadline, "not listening");
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        }
-    };
-    let clients = [connect(), connect()];
+    let clients = [
+        net_support::connect(port, 30),
+        net_support::connect(port, 30),
+    ];
     std::thread::sleep(Duration::from_millis(500));
     let mut stdin = r.child.stdin.take().unwrap();
     for i in 0..100 {
@@ -309,26 +298,9 @@ fn tcp_output_server_mode_over_tls_checks_client_certificates() {
         c.ca.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::piped(), Stdio::null());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "not listening: {}", r.log());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    net_support::wait_listening(port, 30);
     let s_client = |cert: &std::path::Path, key: &std::path::Path| {
-        std::process::Command::new("openssl")
-            .args([
-                "s_client",
-                "-quiet",
-                "-connect",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .arg("-CAfile")
-            .arg(&c.ca)
-            .arg("-cert")
-            .arg(cert)
-            .arg("-key")
-            .arg(key)
-            .stdin(Stdio::piped())
+        c.s_client(port, cert, key)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -50,13 +50,8 @@ fn rfc3164_and_rfc5424_over_udp_and_tcp() {
         out.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", legacy_port)).is_err()
-        || TcpStream::connect(("127.0.0.1", ecs_port)).is_err()
-    {
-        assert!(Instant::now() < deadline, "not listening:\n{}", r.log());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    net_support::wait_listening(legacy_port, 30);
+    net_support::wait_listening(ecs_port, 30);
     let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
     let send = |port: u16, text: &str| {
         udp.send_to(text.as_bytes(), ("127.0.0.1", port)).unwrap();
@@ -185,16 +180,7 @@ fn proxy_protocol_names_the_client() {
         out.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut tcp = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(_) => {
-                assert!(Instant::now() < deadline, "not listening:\n{}", r.log());
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    };
+    let mut tcp = net_support::connect(port, 30);
     tcp.write_all(
         b"PROXY TCP4 10.9.8.7 10.0.0.1 5555 514\r\n<13>Nov 24 10:00:00 web1 app: via proxy\n",
     )

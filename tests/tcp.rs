@@ -8,12 +8,12 @@ mod run_support;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use net_support::{certs, free_port};
+use net_support::{certs, connect, free_port};
 use run_support::{temp_dir, Run};
 
 fn json_lines(path: &Path) -> Vec<serde_json::Value> {
@@ -40,19 +40,6 @@ fn wait_for(path: &Path, n: usize, secs: u64) -> Vec<serde_json::Value> {
     }
 }
 
-fn connect(port: u16) -> TcpStream {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => return s,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "cannot connect to {port}: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
-}
-
 #[test]
 fn lines_and_json_lines_from_several_connections_with_the_peers_fields() {
     let dir = temp_dir("tcp", "lines");
@@ -71,7 +58,7 @@ fn lines_and_json_lines_from_several_connections_with_the_peers_fields() {
     let senders: Vec<_> = (0..4)
         .map(|c| {
             std::thread::spawn(move || {
-                let mut s = connect(p1);
+                let mut s = connect(p1, 30);
                 let mut text = String::new();
                 for i in 0..5000 {
                     text.push_str(&format!("conn{c} line {i}\n"));
@@ -84,7 +71,7 @@ fn lines_and_json_lines_from_several_connections_with_the_peers_fields() {
     for s in senders {
         s.join().unwrap();
     }
-    let mut s = connect(p2);
+    let mut s = connect(p2, 30);
     s.write_all(b"{\"a\":1}\n{\"a\":2}\n").unwrap();
     drop(s);
     let got = wait_for(&out, 4 * 5001 + 2, 60);
@@ -129,9 +116,9 @@ fn an_oversized_line_closes_only_its_connection_and_invalid_utf8_is_replaced() {
         out.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
-    let mut good = connect(port);
+    let mut good = connect(port, 30);
     good.write_all(b"before\n").unwrap();
-    let mut bad = connect(port);
+    let mut bad = connect(port, 30);
     bad.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let big = vec![b'x'; 1 << 20];
     // The server closes the connection: writing fails or reading sees the end.
@@ -141,7 +128,7 @@ fn an_oversized_line_closes_only_its_connection_and_invalid_utf8_is_replaced() {
     good.write_all(b"after\n").unwrap();
     drop(good);
     // Bytes that are not UTF-8 become replacement characters; the line still comes through.
-    let mut odd = connect(port);
+    let mut odd = connect(port, 30);
     odd.write_all(b"bad \xff\xfe bytes\n").unwrap();
     drop(odd);
     let got = wait_for(&out, 3, 30);
@@ -176,22 +163,10 @@ fn tls_reports_the_client_certificates_subject() {
         out.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
-    drop(connect(port));
+    drop(connect(port, 30));
     let send = |cert: &Path, key: &Path, text: &str| {
-        let mut s = Command::new("openssl")
-            .args([
-                "s_client",
-                "-quiet",
-                "-connect",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .arg("-CAfile")
-            .arg(&c.ca)
-            .arg("-cert")
-            .arg(cert)
-            .arg("-key")
-            .arg(key)
-            .stdin(Stdio::piped())
+        let mut s = c
+            .s_client(port, cert, key)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -238,7 +213,7 @@ fn a_full_queue_holds_the_client_back_and_drops_nothing() {
     );
     let total = 200_000;
     let writer = std::thread::spawn(move || {
-        let mut s = connect(port);
+        let mut s = connect(port, 30);
         let mut text = String::new();
         for i in 0..total {
             text.push_str(&format!("line {i} with some padding to make it longer\n"));
@@ -249,12 +224,7 @@ fn a_full_queue_holds_the_client_back_and_drops_nothing() {
     });
     std::thread::sleep(Duration::from_secs(3));
     assert!(!writer.is_finished(), "the client was not held back");
-    let mut stdout = r.child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        stdout.read_to_string(&mut all).unwrap();
-        all
-    });
+    let reader = r.read_stdout();
     writer.join().unwrap();
     std::thread::sleep(Duration::from_secs(1));
     r.signal("-TERM");

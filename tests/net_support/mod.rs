@@ -15,6 +15,29 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A connection to 127.0.0.1:`port`, retried until something listens there (at most
+/// `secs` seconds).
+pub fn connect(port: u16, secs: u64) -> std::net::TcpStream {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => return s,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "nothing listens on {port} after {secs} s: {e}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Waits until something listens on 127.0.0.1:`port` (at most `secs` seconds).
+pub fn wait_listening(port: u16, secs: u64) {
+    drop(connect(port, secs));
+}
+
 fn ci() -> bool {
     std::env::var("CI").as_deref() == Ok("true")
 }
@@ -178,16 +201,29 @@ impl Certs {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "s_server did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        wait_listening(port, 20);
         // s_server takes one connection at a time: let it be done with the probe.
         std::thread::sleep(std::time::Duration::from_millis(300));
         server
+    }
+
+    /// openssl's `s_client` to 127.0.0.1:`port`, trusting our authority and presenting `cert`
+    /// and `key`, its stdin piped; the caller says where its output goes and spawns it.
+    pub fn s_client(&self, port: u16, cert: &Path, key: &Path) -> Command {
+        let mut c = Command::new("openssl");
+        c.args([
+            "s_client",
+            "-quiet",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .arg("-CAfile")
+        .arg(&self.ca)
+        .arg("-cert")
+        .arg(cert)
+        .arg("-key")
+        .arg(key)
+        .stdin(std::process::Stdio::piped());
+        c
     }
 }

@@ -86,6 +86,17 @@ impl Run {
         }
     }
 
+    /// Reads the process's stdout (started with `Stdio::piped()`) to its end on a thread of
+    /// its own; the handle gives the text.
+    pub fn read_stdout(&mut self) -> std::thread::JoinHandle<String> {
+        let mut stdout = self.child.stdout.take().expect("stdout is piped");
+        std::thread::spawn(move || {
+            let mut all = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut all).unwrap();
+            all
+        })
+    }
+
     /// Sends `sig` (`-TERM`, `-INT`, ...).
     pub fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
