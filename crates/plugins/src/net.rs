@@ -108,11 +108,6 @@ pub async fn push(ctx: &InputContext, batch: Vec<Event>) -> Result<(), Stopped> 
         .unwrap_or(Err(Stopped))
 }
 
-/// Resolves once the pipeline stops its inputs (woken by the stop, no timer).
-pub async fn stopping(ctx: &InputContext) {
-    ctx.stopped().await
-}
-
 /// `host:port`, with an IPv6 host in brackets.
 pub fn address(host: &str, port: u16) -> String {
     if host.contains(':') && !host.starts_with('[') {
@@ -152,7 +147,7 @@ pub async fn serve<F, Fut>(
             t.handshake_timeout,
         )
     });
-    let mut stop = std::pin::pin!(stopping(ctx));
+    let mut stop = std::pin::pin!(ctx.stopped());
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let (stream, addr) = tokio::select! {

@@ -78,9 +78,7 @@ impl Spec {
                 codec.decode(line.as_bytes(), &mut batch);
                 for e in &mut batch[first..] {
                     e.set(&self.sequence_field, Value::Int(sequence as i64));
-                    if e.get(&self.host_field).is_none() {
-                        e.set(&self.host_field, Value::String(self.host.as_str().into()));
-                    }
+                    self.stamp_host(e);
                 }
             }
             sequence += 1;
@@ -93,11 +91,16 @@ impl Spec {
         let first = batch.len();
         codec.flush(&mut batch);
         for e in &mut batch[first..] {
-            if e.get(&self.host_field).is_none() {
-                e.set(&self.host_field, Value::String(self.host.as_str().into()));
-            }
+            self.stamp_host(e);
         }
         let _ = ctx.push(batch);
+    }
+
+    /// The generating host, unless the event names one.
+    fn stamp_host(&self, e: &mut Event) {
+        if e.get(&self.host_field).is_none() {
+            e.set(&self.host_field, Value::String(self.host.as_str().into()));
+        }
     }
 }
 

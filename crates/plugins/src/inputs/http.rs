@@ -176,7 +176,7 @@ impl Input for HttpInput {
                 // At the stop, requests under way are answered and the connection closes.
                 let ended = tokio::select! {
                     r = served.as_mut() => r,
-                    _ = net::stopping(&stop_ctx) => {
+                    _ = stop_ctx.stopped() => {
                         served.as_mut().graceful_shutdown();
                         served.await
                     }

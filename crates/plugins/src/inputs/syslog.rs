@@ -482,7 +482,7 @@ async fn tcp_connection(
     let mut buf: Vec<u8> = Vec::new();
     let mut header_pending = shared.proxy_protocol;
     let mut chunk = net::ReadBuffer::default();
-    let mut stop = std::pin::pin!(net::stopping(&ctx));
+    let mut stop = std::pin::pin!(ctx.stopped());
     loop {
         let n = tokio::select! {
             r = conn.read(chunk.space()) => match r {

@@ -212,7 +212,7 @@ impl TcpInput {
             let attempt = tokio::time::timeout(Duration::from_secs(10), net::connect(host, port));
             let attempt = tokio::select! {
                 r = attempt => r.unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connecting timed out"))),
-                _ = net::stopping(ctx) => return Ok(()),
+                _ = ctx.stopped() => return Ok(()),
             };
             match attempt {
                 Ok(stream) => {
@@ -232,7 +232,7 @@ impl TcpInput {
                             );
                             let handshake = tokio::select! {
                                 r = handshake => r.unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out"))),
-                                _ = net::stopping(ctx) => return Ok(()),
+                                _ = ctx.stopped() => return Ok(()),
                             };
                             match handshake {
                                 Ok(tls) => {
@@ -245,7 +245,7 @@ impl TcpInput {
                                     outage.failed(&target, &format!("TLS handshake: {e}"));
                                     tokio::select! {
                                         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                                        _ = net::stopping(ctx) => {}
+                                        _ = ctx.stopped() => {}
                                     }
                                     continue;
                                 }
@@ -264,7 +264,7 @@ impl TcpInput {
             }
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = net::stopping(ctx) => {}
+                _ = ctx.stopped() => {}
             }
         }
         Ok(())
@@ -291,7 +291,7 @@ async fn read_connection(
         .unwrap_or_else(|e| e.into_inner())
         .clone_box();
     let mut chunk = net::ReadBuffer::default();
-    let mut stop = std::pin::pin!(net::stopping(ctx));
+    let mut stop = std::pin::pin!(ctx.stopped());
     let mut first: Vec<u8> = Vec::new();
     let mut source = source_of(peer.addr.ip(), peer.addr.port(), shared).await;
     source.subject = peer

@@ -284,7 +284,7 @@ async fn serve_connection(
     // and shrinks back after a large one.
     let mut buf: Vec<u8> = Vec::new();
     let mut window: Option<Window> = None;
-    let mut stop = std::pin::pin!(net::stopping(ctx));
+    let mut stop = std::pin::pin!(ctx.stopped());
     loop {
         if ctx.is_stopping() {
             return Ok(());
