@@ -10,7 +10,6 @@ pub mod binary;
 pub mod event;
 pub mod fieldref;
 pub mod joda;
-pub mod joda_parse;
 pub mod json;
 pub mod template;
 pub mod timestamp;

@@ -3,7 +3,7 @@
 //!
 //! - `match => [field, format, ...]`: formats are tried in order; the first that parses wins.
 //!   A format is a Joda-Time pattern (`dd/MMM/yyyy:HH:mm:ss Z`) or one of `ISO8601`, `UNIX`,
-//!   `UNIX_MS`, `TAI64N`. Patterns are compiled once ([`sluice_event::joda_parse`]).
+//!   `UNIX_MS`, `TAI64N`. Patterns are compiled once ([`sluice_event::joda`]).
 //! - `timezone`: an IANA zone (`Europe/Paris`), `UTC` or an offset (`+05:00`), used when the
 //!   text has no offset of its own; it may be a sprintf template (`%{tz}`) resolved per event.
 //!   Without it, the machine's zone (as the JVM's default zone in Logstash).
@@ -24,7 +24,7 @@ use std::cell::Cell;
 
 use jiff::tz::{AmbiguousOffset, TimeZone};
 use sluice_config::Value as Ast;
-use sluice_event::joda_parse::{self, DateLocale, JodaParser, LocalDateTime, Parsed, ParsedZone};
+use sluice_event::joda::{self, DateLocale, JodaParser, LocalDateTime, Parsed, ParsedZone};
 use sluice_event::{Event, FieldRef, Template, Timestamp, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
 
@@ -270,7 +270,7 @@ impl DateFilter {
             Format::Tai64n => parse_tai64n(text),
             Format::Iso8601(extra) => {
                 let tz = tz?;
-                if let Some(p) = joda_parse::parse_iso8601(text) {
+                if let Some(p) = joda::parse_iso8601(text) {
                     if let Some(ms) = p.to_local(2000).and_then(|l| resolve(&l, p.zone, tz)) {
                         return Some(ms);
                     }

@@ -16,15 +16,16 @@
 //! 80 years before the pivot year (SimpleDateFormat's); `S..S` reads at most as many fraction
 //! digits as letters; month and day names match their short or full form in the exact case,
 //! all lower case or all upper case, longest first; the whole input must be consumed.
-//!
-//! [`parse_iso8601`] is Joda's `ISODateTimeFormat.dateTimeParser()` grammar, the first of the
-//! formats Logstash's `ISO8601` keyword tries.
 
 use std::sync::Arc;
 
+use super::calendar::{civil_from_days, days_from_civil, days_in_month, is_leap, weekday};
+use super::locale::DateLocale;
+use super::pattern::{tokenize, Token};
+
 /// The date-time fields a pattern can set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
+pub(super) enum Field {
     Era,
     Century,
     Year,
@@ -85,10 +86,10 @@ pub enum ParsedZone<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parsed<'a> {
     values: [Option<i32>; NFIELDS],
-    millis: Option<u32>,
+    pub(super) millis: Option<u32>,
     /// Milliseconds into the hour / minute from an ISO fractional hour or minute (`T10.5`).
-    millis_of_hour: Option<u32>,
-    millis_of_minute: Option<u32>,
+    pub(super) millis_of_hour: Option<u32>,
+    pub(super) millis_of_minute: Option<u32>,
     pub zone: Option<ParsedZone<'a>>,
 }
 
@@ -104,18 +105,6 @@ pub struct LocalDateTime {
     pub millis: u32,
 }
 
-/// Names of months, days of the week, halves of the day and eras in one language.
-#[derive(Debug)]
-pub struct DateLocale {
-    pub language: &'static str,
-    /// Full and abbreviated month names (several spellings may map to one month).
-    months: &'static [(&'static str, i32)],
-    /// Day names, Monday = 1 ... Sunday = 7.
-    days: &'static [(&'static str, i32)],
-    halfdays: &'static [(&'static str, i32)],
-}
-
-/// A compiled Joda pattern for parsing.
 #[derive(Debug, Clone)]
 pub struct JodaParser {
     items: Vec<Item>,
@@ -131,52 +120,6 @@ impl std::fmt::Display for PatternError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Letters(char, usize),
-    Literal(String),
-}
-
-/// Splits a pattern as Joda's `DateTimeFormat.parseToken` does: runs of one letter, and runs
-/// of other text (quoted parts included, `''` being a quote).
-fn tokenize(pattern: &str) -> Vec<Token> {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c.is_ascii_alphabetic() {
-            let mut n = 1;
-            while i + n < chars.len() && chars[i + n] == c {
-                n += 1;
-            }
-            tokens.push(Token::Letters(c, n));
-            i += n;
-        } else {
-            let mut lit = String::new();
-            let mut quoted = false;
-            while i < chars.len() {
-                let c = chars[i];
-                if c == '\'' {
-                    if i + 1 < chars.len() && chars[i + 1] == '\'' {
-                        lit.push('\'');
-                        i += 2;
-                        continue;
-                    }
-                    quoted = !quoted;
-                } else if !quoted && c.is_ascii_alphabetic() {
-                    break;
-                } else {
-                    lit.push(c);
-                }
-                i += 1;
-            }
-            tokens.push(Token::Literal(lit));
-        }
-    }
-    tokens
 }
 
 fn is_numeric_token(t: Option<&Token>) -> bool {
@@ -338,7 +281,12 @@ fn digits_at(b: &[u8], pos: usize, max: usize) -> usize {
 }
 
 /// Joda's number parser: an optional sign (when signed), then 1 to `max` digits.
-fn parse_number(text: &str, pos: usize, max: usize, signed: bool) -> Option<(i64, usize)> {
+pub(super) fn parse_number(
+    text: &str,
+    pos: usize,
+    max: usize,
+    signed: bool,
+) -> Option<(i64, usize)> {
     let b = text.as_bytes();
     let mut p = pos;
     let mut negative = false;
@@ -358,7 +306,12 @@ fn parse_number(text: &str, pos: usize, max: usize, signed: bool) -> Option<(i64
 }
 
 /// Digits after a decimal point as milliseconds of `unit_millis` (truncated).
-fn parse_fraction(text: &str, pos: usize, max: usize, unit_millis: u64) -> Option<(u32, usize)> {
+pub(super) fn parse_fraction(
+    text: &str,
+    pos: usize,
+    max: usize,
+    unit_millis: u64,
+) -> Option<(u32, usize)> {
     let b = text.as_bytes();
     let n = digits_at(b, pos, max);
     if n == 0 {
@@ -376,7 +329,7 @@ fn parse_fraction(text: &str, pos: usize, max: usize, unit_millis: u64) -> Optio
 }
 
 /// Joda's time zone offset parser: `Z` (any case) or `+hh[[:]mm[[:]ss[[.]SSS]]]`.
-fn parse_offset(text: &str, pos: usize) -> Option<(i32, usize)> {
+pub(super) fn parse_offset(text: &str, pos: usize) -> Option<(i32, usize)> {
     let b = text.as_bytes();
     if pos < b.len() && (b[pos] == b'Z' || b[pos] == b'z') {
         return Some((0, pos + 1));
@@ -568,49 +521,6 @@ fn parse_item<'a>(item: &Item, text: &'a str, pos: usize, p: &mut Parsed<'a>) ->
     }
 }
 
-pub fn is_leap(y: i32) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-pub fn days_in_month(y: i32, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if is_leap(y) => 29,
-        _ => 28,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-pub fn days_from_civil(y: i32, m: u32, d: u32) -> i64 {
-    let y = y as i64 - if m <= 2 { 1 } else { 0 };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date `days` after 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i32, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    ((y + if m <= 2 { 1 } else { 0 }) as i32, m, d)
-}
-
-/// ISO day of week, Monday = 1 ... Sunday = 7.
-fn weekday(days: i64) -> i64 {
-    (days + 3).rem_euclid(7) + 1
-}
-
 fn in_range(v: i32, lo: i32, hi: i32) -> Option<i32> {
     (lo..=hi).contains(&v).then_some(v)
 }
@@ -652,7 +562,7 @@ impl LocalDateTime {
 }
 
 impl<'a> Parsed<'a> {
-    fn set(&mut self, f: Field, v: i32) {
+    pub(super) fn set(&mut self, f: Field, v: i32) {
         self.values[f as usize] = Some(v);
     }
 
@@ -764,626 +674,6 @@ impl<'a> Parsed<'a> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// ISO 8601, as Joda's ISODateTimeFormat.dateTimeParser():
-//   datetime          = time | date-opt-time
-//   time              = 'T' time-element [offset]
-//   date-opt-time     = date-element ['T' [time-element] [offset]]
-//   date-element      = yyyy ['-' MM ['-' dd]] | xxxx '-W' ww ['-' e] | yyyy '-' DDD
-//   time-element      = HH [':' mm [':' ss [fraction] | fraction] | fraction]
-//   fraction          = ('.' | ',') digit+
-//   offset            = 'Z' | ('+' | '-') HH [':'] [mm]
-
-fn lit(text: &str, pos: usize, c: u8) -> Option<usize> {
-    let b = text.as_bytes();
-    (pos < b.len() && b[pos].eq_ignore_ascii_case(&c)).then_some(pos + 1)
-}
-
-fn decimal_point(text: &str, pos: usize) -> Option<usize> {
-    lit(text, pos, b'.').or_else(|| lit(text, pos, b','))
-}
-
-fn iso_number<'a>(
-    text: &str,
-    pos: usize,
-    p: &mut Parsed<'a>,
-    f: Field,
-    max: usize,
-    signed: bool,
-) -> Option<usize> {
-    let (v, end) = parse_number(text, pos, max, signed)?;
-    p.set(f, i32::try_from(v).ok()?);
-    Some(end)
-}
-
-/// One way to parse the text at a position (an alternative of the ISO grammar).
-type Alternative<'f, 'a> = &'f dyn Fn(&'a str, usize, &mut Parsed<'a>) -> Option<usize>;
-
-/// Runs alternatives from `pos` and keeps the one that got furthest.
-fn longest<'a>(
-    text: &'a str,
-    pos: usize,
-    p: &mut Parsed<'a>,
-    alts: &[Alternative<'_, 'a>],
-) -> Option<usize> {
-    let mut best: Option<(usize, Parsed<'a>)> = None;
-    for alt in alts {
-        let mut trial = p.clone();
-        if let Some(end) = alt(text, pos, &mut trial) {
-            if best.as_ref().is_some_and(|(b, _)| end <= *b) {
-                continue;
-            }
-            best = Some((end, trial));
-        }
-    }
-    let (end, parsed) = best?;
-    *p = parsed;
-    Some(end)
-}
-
-fn iso_date<'a>(text: &'a str, pos: usize, p: &mut Parsed<'a>) -> Option<usize> {
-    let ymd = |text: &'a str, pos: usize, p: &mut Parsed<'a>| {
-        let mut at = iso_number(text, pos, p, Field::Year, 9, true)?;
-        let mut q = p.clone();
-        if let Some(m) =
-            lit(text, at, b'-').and_then(|a| iso_number(text, a, &mut q, Field::Month, 2, false))
-        {
-            at = m;
-            let mut r = q.clone();
-            if let Some(d) =
-                lit(text, at, b'-').and_then(|a| iso_number(text, a, &mut r, Field::Day, 2, false))
-            {
-                at = d;
-                q = r;
-            }
-            *p = q;
-        }
-        Some(at)
-    };
-    let week = |text: &'a str, pos: usize, p: &mut Parsed<'a>| {
-        let at = iso_number(text, pos, p, Field::Weekyear, 9, true)?;
-        let at = lit(text, at, b'-')?;
-        let at = lit(text, at, b'W')?;
-        let mut at = iso_number(text, at, p, Field::Week, 2, false)?;
-        let mut q = p.clone();
-        if let Some(e) = lit(text, at, b'-')
-            .and_then(|a| iso_number(text, a, &mut q, Field::DayOfWeek, 1, false))
-        {
-            at = e;
-            *p = q;
-        }
-        Some(at)
-    };
-    let ordinal = |text: &'a str, pos: usize, p: &mut Parsed<'a>| {
-        let at = iso_number(text, pos, p, Field::Year, 9, true)?;
-        let at = lit(text, at, b'-')?;
-        iso_number(text, at, p, Field::DayOfYear, 3, false)
-    };
-    longest(text, pos, p, &[&ymd, &week, &ordinal])
-}
-
-fn iso_time<'a>(text: &'a str, pos: usize, p: &mut Parsed<'a>) -> Option<usize> {
-    let at = iso_number(text, pos, p, Field::Hour, 2, false)?;
-    let minutes = |text: &'a str, pos: usize, p: &mut Parsed<'a>| {
-        let at = lit(text, pos, b':')?;
-        let at = iso_number(text, at, p, Field::Minute, 2, false)?;
-        let seconds = |text: &'a str, pos: usize, p: &mut Parsed<'a>| {
-            let at = lit(text, pos, b':')?;
-            let at = iso_number(text, at, p, Field::Second, 2, false)?;
-            if let Some((ms, end)) =
-                decimal_point(text, at).and_then(|a| parse_fraction(text, a, 9, 1000))
-            {
-                p.millis = Some(ms);
-                return Some(end);
-            }
-            Some(at)
-        };
-        let minute_fraction = |text: &'a str, pos: usize, p: &mut Parsed<'a>| {
-            let (ms, end) = parse_fraction(text, decimal_point(text, pos)?, 9, 60_000)?;
-            p.millis_of_minute = Some(ms);
-            Some(end)
-        };
-        let nothing = |_: &'a str, pos: usize, _: &mut Parsed<'a>| Some(pos);
-        longest(text, at, p, &[&seconds, &minute_fraction, &nothing])
-    };
-    let hour_fraction = |text: &'a str, pos: usize, p: &mut Parsed<'a>| {
-        let (ms, end) = parse_fraction(text, decimal_point(text, pos)?, 9, 3_600_000)?;
-        p.millis_of_hour = Some(ms);
-        Some(end)
-    };
-    let nothing = |_: &'a str, pos: usize, _: &mut Parsed<'a>| Some(pos);
-    longest(text, at, p, &[&minutes, &hour_fraction, &nothing])
-}
-
-fn iso_offset<'a>(text: &'a str, pos: usize, p: &mut Parsed<'a>) -> Option<usize> {
-    let (off, end) = parse_offset(text, pos)?;
-    p.zone = Some(ParsedZone::Offset(off));
-    Some(end)
-}
-
-fn iso_time_only<'a>(text: &'a str, pos: usize, p: &mut Parsed<'a>) -> Option<usize> {
-    let at = lit(text, pos, b'T')?;
-    let at = iso_time(text, at, p)?;
-    let mut q = p.clone();
-    Some(match iso_offset(text, at, &mut q) {
-        Some(end) => {
-            *p = q;
-            end
-        }
-        None => at,
-    })
-}
-
-fn iso_date_opt_time<'a>(text: &'a str, pos: usize, p: &mut Parsed<'a>) -> Option<usize> {
-    let at = iso_date(text, pos, p)?;
-    let Some(mut t) = lit(text, at, b'T') else {
-        return Some(at);
-    };
-    let mut q = p.clone();
-    if let Some(end) = iso_time(text, t, &mut q) {
-        t = end;
-        *p = q;
-    }
-    let mut q = p.clone();
-    if let Some(end) = iso_offset(text, t, &mut q) {
-        t = end;
-        *p = q;
-    }
-    Some(t)
-}
-
-/// Parses ISO 8601 with Joda's `dateTimeParser()` grammar; all of `text` must match.
-pub fn parse_iso8601(text: &str) -> Option<Parsed<'_>> {
-    let mut p = Parsed::default();
-    let end = longest(text, 0, &mut p, &[&iso_time_only, &iso_date_opt_time])?;
-    (end == text.len()).then_some(p)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Locales. Names as Java's locale data gives them (CLDR, and the older JRE data where it
-// differs, so that logs written either way parse), plus abbreviations without their dot.
-
-const EN_MONTHS: &[(&str, i32)] = &[
-    ("January", 1),
-    ("February", 2),
-    ("March", 3),
-    ("April", 4),
-    ("May", 5),
-    ("June", 6),
-    ("July", 7),
-    ("August", 8),
-    ("September", 9),
-    ("October", 10),
-    ("November", 11),
-    ("December", 12),
-    ("Jan", 1),
-    ("Feb", 2),
-    ("Mar", 3),
-    ("Apr", 4),
-    ("Jun", 6),
-    ("Jul", 7),
-    ("Aug", 8),
-    ("Sep", 9),
-    ("Oct", 10),
-    ("Nov", 11),
-    ("Dec", 12),
-];
-const EN_DAYS: &[(&str, i32)] = &[
-    ("Monday", 1),
-    ("Tuesday", 2),
-    ("Wednesday", 3),
-    ("Thursday", 4),
-    ("Friday", 5),
-    ("Saturday", 6),
-    ("Sunday", 7),
-    ("Mon", 1),
-    ("Tue", 2),
-    ("Wed", 3),
-    ("Thu", 4),
-    ("Fri", 5),
-    ("Sat", 6),
-    ("Sun", 7),
-];
-const AM_PM: &[(&str, i32)] = &[("AM", 0), ("PM", 1)];
-
-const FR_MONTHS: &[(&str, i32)] = &[
-    ("janvier", 1),
-    ("février", 2),
-    ("mars", 3),
-    ("avril", 4),
-    ("mai", 5),
-    ("juin", 6),
-    ("juillet", 7),
-    ("août", 8),
-    ("septembre", 9),
-    ("octobre", 10),
-    ("novembre", 11),
-    ("décembre", 12),
-    ("janv.", 1),
-    ("févr.", 2),
-    ("avr.", 4),
-    ("juil.", 7),
-    ("sept.", 9),
-    ("oct.", 10),
-    ("nov.", 11),
-    ("déc.", 12),
-    ("janv", 1),
-    ("févr", 2),
-    ("avr", 4),
-    ("juil", 7),
-    ("sept", 9),
-    ("oct", 10),
-    ("nov", 11),
-    ("déc", 12),
-];
-const FR_DAYS: &[(&str, i32)] = &[
-    ("lundi", 1),
-    ("mardi", 2),
-    ("mercredi", 3),
-    ("jeudi", 4),
-    ("vendredi", 5),
-    ("samedi", 6),
-    ("dimanche", 7),
-    ("lun.", 1),
-    ("mar.", 2),
-    ("mer.", 3),
-    ("jeu.", 4),
-    ("ven.", 5),
-    ("sam.", 6),
-    ("dim.", 7),
-    ("lun", 1),
-    ("mar", 2),
-    ("mer", 3),
-    ("jeu", 4),
-    ("ven", 5),
-    ("sam", 6),
-    ("dim", 7),
-];
-
-const DE_MONTHS: &[(&str, i32)] = &[
-    ("Januar", 1),
-    ("Februar", 2),
-    ("März", 3),
-    ("April", 4),
-    ("Mai", 5),
-    ("Juni", 6),
-    ("Juli", 7),
-    ("August", 8),
-    ("September", 9),
-    ("Oktober", 10),
-    ("November", 11),
-    ("Dezember", 12),
-    ("Jan.", 1),
-    ("Feb.", 2),
-    ("Apr.", 4),
-    ("Aug.", 8),
-    ("Sept.", 9),
-    ("Sep.", 9),
-    ("Okt.", 10),
-    ("Nov.", 11),
-    ("Dez.", 12),
-    ("Jan", 1),
-    ("Feb", 2),
-    ("Mär", 3),
-    ("Apr", 4),
-    ("Jun", 6),
-    ("Jul", 7),
-    ("Aug", 8),
-    ("Sept", 9),
-    ("Sep", 9),
-    ("Okt", 10),
-    ("Nov", 11),
-    ("Dez", 12),
-];
-const DE_DAYS: &[(&str, i32)] = &[
-    ("Montag", 1),
-    ("Dienstag", 2),
-    ("Mittwoch", 3),
-    ("Donnerstag", 4),
-    ("Freitag", 5),
-    ("Samstag", 6),
-    ("Sonntag", 7),
-    ("Mo.", 1),
-    ("Di.", 2),
-    ("Mi.", 3),
-    ("Do.", 4),
-    ("Fr.", 5),
-    ("Sa.", 6),
-    ("So.", 7),
-    ("Mo", 1),
-    ("Di", 2),
-    ("Mi", 3),
-    ("Do", 4),
-    ("Fr", 5),
-    ("Sa", 6),
-    ("So", 7),
-];
-const DE_AM_PM: &[(&str, i32)] = &[("AM", 0), ("PM", 1), ("vorm.", 0), ("nachm.", 1)];
-
-const ES_MONTHS: &[(&str, i32)] = &[
-    ("enero", 1),
-    ("febrero", 2),
-    ("marzo", 3),
-    ("abril", 4),
-    ("mayo", 5),
-    ("junio", 6),
-    ("julio", 7),
-    ("agosto", 8),
-    ("septiembre", 9),
-    ("setiembre", 9),
-    ("octubre", 10),
-    ("noviembre", 11),
-    ("diciembre", 12),
-    ("ene.", 1),
-    ("feb.", 2),
-    ("mar.", 3),
-    ("abr.", 4),
-    ("may.", 5),
-    ("jun.", 6),
-    ("jul.", 7),
-    ("ago.", 8),
-    ("sept.", 9),
-    ("sep.", 9),
-    ("oct.", 10),
-    ("nov.", 11),
-    ("dic.", 12),
-    ("ene", 1),
-    ("feb", 2),
-    ("mar", 3),
-    ("abr", 4),
-    ("may", 5),
-    ("jun", 6),
-    ("jul", 7),
-    ("ago", 8),
-    ("sept", 9),
-    ("sep", 9),
-    ("oct", 10),
-    ("nov", 11),
-    ("dic", 12),
-];
-const ES_DAYS: &[(&str, i32)] = &[
-    ("lunes", 1),
-    ("martes", 2),
-    ("miércoles", 3),
-    ("jueves", 4),
-    ("viernes", 5),
-    ("sábado", 6),
-    ("domingo", 7),
-    ("lun.", 1),
-    ("mar.", 2),
-    ("mié.", 3),
-    ("jue.", 4),
-    ("vie.", 5),
-    ("sáb.", 6),
-    ("dom.", 7),
-    ("lun", 1),
-    ("mar", 2),
-    ("mié", 3),
-    ("jue", 4),
-    ("vie", 5),
-    ("sáb", 6),
-    ("dom", 7),
-];
-const ES_AM_PM: &[(&str, i32)] = &[("a. m.", 0), ("p. m.", 1), ("AM", 0), ("PM", 1)];
-
-const IT_MONTHS: &[(&str, i32)] = &[
-    ("gennaio", 1),
-    ("febbraio", 2),
-    ("marzo", 3),
-    ("aprile", 4),
-    ("maggio", 5),
-    ("giugno", 6),
-    ("luglio", 7),
-    ("agosto", 8),
-    ("settembre", 9),
-    ("ottobre", 10),
-    ("novembre", 11),
-    ("dicembre", 12),
-    ("gen", 1),
-    ("feb", 2),
-    ("mar", 3),
-    ("apr", 4),
-    ("mag", 5),
-    ("giu", 6),
-    ("lug", 7),
-    ("ago", 8),
-    ("set", 9),
-    ("ott", 10),
-    ("nov", 11),
-    ("dic", 12),
-];
-const IT_DAYS: &[(&str, i32)] = &[
-    ("lunedì", 1),
-    ("martedì", 2),
-    ("mercoledì", 3),
-    ("giovedì", 4),
-    ("venerdì", 5),
-    ("sabato", 6),
-    ("domenica", 7),
-    ("lun", 1),
-    ("mar", 2),
-    ("mer", 3),
-    ("gio", 4),
-    ("ven", 5),
-    ("sab", 6),
-    ("dom", 7),
-];
-
-const PT_MONTHS: &[(&str, i32)] = &[
-    ("janeiro", 1),
-    ("fevereiro", 2),
-    ("março", 3),
-    ("abril", 4),
-    ("maio", 5),
-    ("junho", 6),
-    ("julho", 7),
-    ("agosto", 8),
-    ("setembro", 9),
-    ("outubro", 10),
-    ("novembro", 11),
-    ("dezembro", 12),
-    ("jan.", 1),
-    ("fev.", 2),
-    ("mar.", 3),
-    ("abr.", 4),
-    ("mai.", 5),
-    ("jun.", 6),
-    ("jul.", 7),
-    ("ago.", 8),
-    ("set.", 9),
-    ("out.", 10),
-    ("nov.", 11),
-    ("dez.", 12),
-    ("jan", 1),
-    ("fev", 2),
-    ("mar", 3),
-    ("abr", 4),
-    ("mai", 5),
-    ("jun", 6),
-    ("jul", 7),
-    ("ago", 8),
-    ("set", 9),
-    ("out", 10),
-    ("nov", 11),
-    ("dez", 12),
-];
-const PT_DAYS: &[(&str, i32)] = &[
-    ("segunda-feira", 1),
-    ("terça-feira", 2),
-    ("quarta-feira", 3),
-    ("quinta-feira", 4),
-    ("sexta-feira", 5),
-    ("sábado", 6),
-    ("domingo", 7),
-    ("seg.", 1),
-    ("ter.", 2),
-    ("qua.", 3),
-    ("qui.", 4),
-    ("sex.", 5),
-    ("sáb.", 6),
-    ("dom.", 7),
-    ("seg", 1),
-    ("ter", 2),
-    ("qua", 3),
-    ("qui", 4),
-    ("sex", 5),
-    ("sáb", 6),
-    ("dom", 7),
-];
-
-const NL_MONTHS: &[(&str, i32)] = &[
-    ("januari", 1),
-    ("februari", 2),
-    ("maart", 3),
-    ("april", 4),
-    ("mei", 5),
-    ("juni", 6),
-    ("juli", 7),
-    ("augustus", 8),
-    ("september", 9),
-    ("oktober", 10),
-    ("november", 11),
-    ("december", 12),
-    ("jan.", 1),
-    ("feb.", 2),
-    ("mrt.", 3),
-    ("apr.", 4),
-    ("jun.", 6),
-    ("jul.", 7),
-    ("aug.", 8),
-    ("sep.", 9),
-    ("okt.", 10),
-    ("nov.", 11),
-    ("dec.", 12),
-    ("jan", 1),
-    ("feb", 2),
-    ("mrt", 3),
-    ("apr", 4),
-    ("jun", 6),
-    ("jul", 7),
-    ("aug", 8),
-    ("sep", 9),
-    ("okt", 10),
-    ("nov", 11),
-    ("dec", 12),
-];
-const NL_DAYS: &[(&str, i32)] = &[
-    ("maandag", 1),
-    ("dinsdag", 2),
-    ("woensdag", 3),
-    ("donderdag", 4),
-    ("vrijdag", 5),
-    ("zaterdag", 6),
-    ("zondag", 7),
-    ("ma", 1),
-    ("di", 2),
-    ("wo", 3),
-    ("do", 4),
-    ("vr", 5),
-    ("za", 6),
-    ("zo", 7),
-];
-
-static LOCALES: &[DateLocale] = &[
-    DateLocale {
-        language: "en",
-        months: EN_MONTHS,
-        days: EN_DAYS,
-        halfdays: AM_PM,
-    },
-    DateLocale {
-        language: "fr",
-        months: FR_MONTHS,
-        days: FR_DAYS,
-        halfdays: AM_PM,
-    },
-    DateLocale {
-        language: "de",
-        months: DE_MONTHS,
-        days: DE_DAYS,
-        halfdays: DE_AM_PM,
-    },
-    DateLocale {
-        language: "es",
-        months: ES_MONTHS,
-        days: ES_DAYS,
-        halfdays: ES_AM_PM,
-    },
-    DateLocale {
-        language: "it",
-        months: IT_MONTHS,
-        days: IT_DAYS,
-        halfdays: AM_PM,
-    },
-    DateLocale {
-        language: "pt",
-        months: PT_MONTHS,
-        days: PT_DAYS,
-        halfdays: AM_PM,
-    },
-    DateLocale {
-        language: "nl",
-        months: NL_MONTHS,
-        days: NL_DAYS,
-        halfdays: AM_PM,
-    },
-];
-
-impl DateLocale {
-    /// English, the default.
-    pub fn english() -> &'static DateLocale {
-        &LOCALES[0]
-    }
-
-    /// The names for a BCP 47 or POSIX locale tag (`fr`, `fr-FR`, `fr_FR`), by its language.
-    pub fn for_tag(tag: &str) -> Option<&'static DateLocale> {
-        let language = tag.split(['-', '_']).next().unwrap_or("");
-        LOCALES
-            .iter()
-            .find(|l| l.language.eq_ignore_ascii_case(language))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1487,47 +777,5 @@ mod tests {
             f.parse("2020-01-01 10:00 PST").unwrap().zone,
             Some(ParsedZone::Id("America/Los_Angeles"))
         );
-    }
-
-    #[test]
-    fn iso8601_grammar() {
-        #[allow(clippy::type_complexity)]
-        fn t(s: &str) -> Option<((i32, u32, u32, u32, u32, u32, u32), Option<ParsedZone<'_>>)> {
-            parse_iso8601(s).map(|p| (ymdhms(p.to_local(2000).unwrap()), p.zone))
-        }
-        assert_eq!(
-            t("2001-12-07T23:54:54,123Z"),
-            Some(((2001, 12, 7, 23, 54, 54, 123), Some(ParsedZone::Offset(0))))
-        );
-        assert_eq!(
-            t("2016-05-01T08:18:18.123456789"),
-            Some(((2016, 5, 1, 8, 18, 18, 123), None))
-        );
-        assert_eq!(t("2016-05"), Some(((2016, 5, 1, 0, 0, 0, 0), None)));
-        assert_eq!(t("2016-032"), Some(((2016, 2, 1, 0, 0, 0, 0), None)));
-        assert_eq!(t("2016-W01-1"), Some(((2016, 1, 4, 0, 0, 0, 0), None)));
-        assert_eq!(
-            t("2016-01-01T10.5"),
-            Some(((2016, 1, 1, 10, 30, 0, 0), None))
-        );
-        assert_eq!(
-            t("T10:20-0130"),
-            Some((
-                (1970, 1, 1, 10, 20, 0, 0),
-                Some(ParsedZone::Offset(-5_400_000))
-            ))
-        );
-        assert!(t("2001-11-06 20:45:45").is_none());
-        assert!(t("2001-11-06T20:45:45+").is_none());
-        assert!(t("yesterday").is_none());
-    }
-
-    #[test]
-    fn civil_days_round_trip() {
-        for d in [-800_000i64, -1, 0, 1, 10_957, 19_000, 2_932_896] {
-            let (y, m, dd) = civil_from_days(d);
-            assert_eq!(days_from_civil(y, m, dd), d);
-        }
-        assert_eq!(weekday(0), 4); // 1970-01-01 was a Thursday
     }
 }

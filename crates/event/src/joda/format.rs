@@ -1,16 +1,12 @@
-//! Joda-Time style date patterns (`yyyy.MM.dd`, `dd/MMM/yyyy:HH:mm:ss Z`), compiled once and
-//! used by sprintf's `%{+FORMAT}` to format `@timestamp` in UTC, as Logstash does.
+//! Formatting with Joda-Time patterns (`yyyy.MM.dd`, `dd/MMM/yyyy:HH:mm:ss Z`): sprintf's
+//! `%{+FORMAT}` formats `@timestamp` in UTC with one, as Logstash does.
 
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Literal(String),
-    /// A pattern letter repeated `count` times.
-    Field(char, usize),
-}
+use super::locale::{day_name, month_name};
+use super::pattern::{tokenize, Token};
 
 /// A compiled Joda pattern.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,73 +14,13 @@ pub struct JodaFormat {
     tokens: Vec<Token>,
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-const DAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-];
-
 impl JodaFormat {
     /// Compiles a pattern. ASCII letters are pattern fields, text in single quotes is literal
     /// (`''` is a quote), everything else is literal.
     pub fn compile(pattern: &str) -> JodaFormat {
-        let mut tokens = Vec::new();
-        let mut chars = pattern.chars().peekable();
-        let mut literal = String::new();
-        while let Some(c) = chars.next() {
-            if c == '\'' {
-                if chars.peek() == Some(&'\'') {
-                    chars.next();
-                    literal.push('\'');
-                    continue;
-                }
-                while let Some(q) = chars.next() {
-                    if q == '\'' {
-                        if chars.peek() == Some(&'\'') {
-                            chars.next();
-                            literal.push('\'');
-                            continue;
-                        }
-                        break;
-                    }
-                    literal.push(q);
-                }
-            } else if c.is_ascii_alphabetic() {
-                if !literal.is_empty() {
-                    tokens.push(Token::Literal(std::mem::take(&mut literal)));
-                }
-                let mut count = 1;
-                while chars.peek() == Some(&c) {
-                    chars.next();
-                    count += 1;
-                }
-                tokens.push(Token::Field(c, count));
-            } else {
-                literal.push(c);
-            }
+        JodaFormat {
+            tokens: tokenize(pattern),
         }
-        if !literal.is_empty() {
-            tokens.push(Token::Literal(literal));
-        }
-        JodaFormat { tokens }
     }
 
     /// Formats `dt` (UTC) into `out`.
@@ -92,7 +28,7 @@ impl JodaFormat {
         for t in &self.tokens {
             match t {
                 Token::Literal(s) => out.push_str(s),
-                Token::Field(c, n) => format_field(*c, *n, dt, out),
+                Token::Letters(c, n) => format_field(*c, *n, dt, out),
             }
         }
     }
@@ -137,12 +73,12 @@ fn format_field(c: char, n: usize, dt: &DateTime<Utc>, out: &mut String) {
         'w' => num(out, dt.iso_week().week() as i64, n),
         'C' => num(out, dt.year() as i64 / 100, n),
         'G' => out.push_str(if dt.year() > 0 { "AD" } else { "BC" }),
-        'M' if n >= 3 => text(out, MONTHS[dt.month0() as usize], n),
+        'M' if n >= 3 => text(out, month_name(dt.month()), n),
         'M' => num(out, dt.month() as i64, n),
         'd' => num(out, dt.day() as i64, n),
         'D' => num(out, dt.ordinal() as i64, n),
         'e' => num(out, dt.weekday().number_from_monday() as i64, n),
-        'E' => text(out, DAYS[dt.weekday().num_days_from_monday() as usize], n),
+        'E' => text(out, day_name(dt.weekday().number_from_monday()), n),
         'a' => out.push_str(if dt.hour() < 12 { "AM" } else { "PM" }),
         'H' => num(out, dt.hour() as i64, n),
         'k' => num(out, if dt.hour() == 0 { 24 } else { dt.hour() as i64 }, n),
