@@ -7,7 +7,7 @@
 //! accepts `["k1", "v1", "k2", "v2"]`, booleans are `true`/`false` barewords or strings.
 
 use sluice_config::{Attribute, Number, ParseError, Plugin, Span, Value as Ast};
-use sluice_event::Value;
+use sluice_event::{Template, Value};
 
 use crate::plugin::Codec;
 use crate::registry::Registry;
@@ -62,6 +62,21 @@ fn scalar_text(v: &Ast) -> Option<String> {
         Ast::Number(Number::Int(i)) => Some(i.to_string()),
         Ast::Number(Number::Float(f)) => Some(f.to_string()),
         _ => None,
+    }
+}
+
+/// [`Template::check`] on every string in an option's value (hash keys included).
+fn check_dates(v: &Ast) -> Result<(), String> {
+    match v {
+        Ast::String(s) | Ast::Bareword(s) if s.contains("%{{") => Template::check(s),
+        Ast::Array(items) => items.iter().try_for_each(check_dates),
+        Ast::Hash(entries) => entries.iter().try_for_each(|e| {
+            if e.key.contains("%{{") {
+                Template::check(&e.key)?;
+            }
+            check_dates(&e.value)
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -469,8 +484,14 @@ impl<'a> Options<'a> {
         std::mem::take(&mut self.codecs)
     }
 
-    /// Rejects options nobody asked for.
+    /// Rejects options nobody asked for, and sprintf `%{{…}}` dates whose java.time pattern
+    /// would fail on every event.
     pub fn finish(self) -> Result<(), ConfigError> {
+        for a in &self.attrs {
+            if let Err(message) = check_dates(&a.value) {
+                return Err(self.error(&a.name, message));
+            }
+        }
         for (a, used) in self.attrs.iter().zip(&self.used) {
             if !used {
                 return Err(error_at(

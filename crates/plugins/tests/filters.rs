@@ -191,6 +191,26 @@ fn events_created_by_a_filter_flow_through_later_filters() {
 }
 
 #[test]
+fn sprintf_java_time_dates_render_and_bad_patterns_are_refused_at_load() {
+    let out = run(
+        r#"filter { mutate { add_field => { "week" => "%{{YYYY-'W'ww}}" "day" => "%{{uuuu-DDD}}" } } }"#,
+        json!({"@timestamp": "2015-10-01T00:00:00.000Z"}),
+    );
+    assert_eq!(get(&out[0], "week"), v(json!("2015-W40")));
+    assert_eq!(get(&out[0], "day"), v(json!("2015-274")));
+    let err = common::run_filters(
+        "filter {\n  mutate {\n    add_field => { \"d\" => \"%{{yyyy-MM-ddd}}\" }\n  }\n}",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        err.starts_with("test config:3:5: invalid setting \"add_field\""),
+        "{err}"
+    );
+    assert!(err.contains("ddd"), "{err}");
+}
+
+#[test]
 fn option_errors_name_their_location() {
     let err = common::run_filters(
         "filter {\n  mutate {\n    lowercase => \"x\"\n    bogus => 1\n  }\n}",

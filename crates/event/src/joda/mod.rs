@@ -9,11 +9,13 @@
 pub mod calendar;
 mod format;
 mod iso8601;
+mod java_time;
 mod locale;
 mod parse;
 mod pattern;
 
 pub use format::JodaFormat;
 pub use iso8601::parse_iso8601;
+pub use java_time::JavaTimeFormat;
 pub use locale::DateLocale;
 pub use parse::{JodaParser, LocalDateTime, Parsed, ParsedZone, PatternError};

@@ -1,5 +1,7 @@
 //! Splitting Joda and java.time patterns into runs of one pattern letter and literal text.
 
+use super::parse::PatternError;
+
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Token {
     Letters(char, usize),
@@ -44,4 +46,101 @@ pub(super) fn tokenize(pattern: &str) -> Vec<Token> {
         }
     }
     tokens
+}
+
+/// Splits a `java.time.format.DateTimeFormatter` pattern as `DateTimeFormatterBuilder.appendPattern`
+/// does. Unlike Joda, a quote must be closed, `{`, `}` and `#` are reserved, and `[`…`]` mark
+/// optional sections; those are dropped here, since every field of an instant is there to print.
+pub(super) fn tokenize_java(pattern: &str) -> Result<Vec<Token>, PatternError> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut tokens = Vec::new();
+    let mut literal = String::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_alphabetic() {
+            let mut n = 1;
+            while i + n < chars.len() && chars[i + n] == c {
+                n += 1;
+            }
+            if !literal.is_empty() {
+                tokens.push(Token::Literal(std::mem::take(&mut literal)));
+            }
+            tokens.push(Token::Letters(c, n));
+            i += n;
+            continue;
+        }
+        match c {
+            '\'' => {
+                let start = i;
+                i += 1;
+                if chars.get(i) == Some(&'\'') {
+                    literal.push('\'');
+                } else {
+                    loop {
+                        match chars.get(i) {
+                            None => {
+                                return Err(PatternError(format!(
+                                    "the date pattern {pattern:?} ends with an incomplete quoted \
+                                     literal (from position {start})"
+                                )))
+                            }
+                            Some('\'') if chars.get(i + 1) == Some(&'\'') => {
+                                literal.push('\'');
+                                i += 1;
+                            }
+                            Some('\'') => break,
+                            Some(&q) => literal.push(q),
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            '[' => depth += 1,
+            ']' if depth == 0 => {
+                return Err(PatternError(format!(
+                    "the date pattern {pattern:?} has a ']' without a '[' before it"
+                )))
+            }
+            ']' => depth -= 1,
+            '{' | '}' | '#' => {
+                return Err(PatternError(format!(
+                    "the date pattern {pattern:?} uses the reserved character {c:?}"
+                )))
+            }
+            other => literal.push(other),
+        }
+        i += 1;
+    }
+    if !literal.is_empty() {
+        tokens.push(Token::Literal(literal));
+    }
+    Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_patterns_split_and_check_their_syntax() {
+        assert_eq!(
+            tokenize_java("YYYY-'W'ww[ 'x''s']").unwrap(),
+            vec![
+                Token::Letters('Y', 4),
+                Token::Literal("-W".into()),
+                Token::Letters('w', 2),
+                Token::Literal(" x's".into()),
+            ]
+        );
+        assert_eq!(
+            tokenize_java("''HH").unwrap(),
+            vec![Token::Literal("'".into()), Token::Letters('H', 2)]
+        );
+        assert!(tokenize_java("yyyy 'open").is_err());
+        assert!(tokenize_java("yyyy]").is_err());
+        assert!(tokenize_java("yyyy{").is_err());
+        assert!(tokenize_java("#").is_err());
+    }
 }
