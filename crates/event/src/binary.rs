@@ -27,6 +27,9 @@
 //!   0x07 zigzag varint                      Timestamp: milliseconds since the Unix epoch
 //!   0x08 count:varint value{count}          Array
 //!   0x09 map                                Object
+//!   0x0a 16 bytes, little-endian            BigInt: a two's-complement i128 outside i64's
+//!                                           range (added after the first release: a record
+//!                                           without one is byte for byte as before)
 //! ```
 //!
 //! Every other tag, 0x00 included, is invalid (so a run of zero bytes never decodes as
@@ -39,6 +42,7 @@
 //!   are varints.
 //! - **zigzag varint**: a signed 64-bit `n` is written as the varint of
 //!   `(n << 1) ^ (n >> 63)` (arithmetic shift), so 0, -1, 1, -2, ... become 0, 1, 2, 3, ...
+//! - **big integers** are never in `i64`'s range (those are Int).
 //! - **map keys** are strictly ascending in byte order (the order [`crate::Map`] keeps them in),
 //!   hence unique.
 //! - **nesting**: an Array or Object directly inside the fields or metadata map is at depth
@@ -84,6 +88,7 @@ const TAG_STRING: u8 = 0x06;
 const TAG_TIMESTAMP: u8 = 0x07;
 const TAG_ARRAY: u8 = 0x08;
 const TAG_OBJECT: u8 = 0x09;
+const TAG_BIGINT: u8 = 0x0a;
 
 /// Why a record could not be decoded. Offsets count bytes from the start of the record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,6 +118,9 @@ pub enum DecodeError {
     /// A varint with needless trailing zero groups.
     #[error("invalid varint for {what} at offset {offset}: not minimally encoded")]
     VarintNotMinimal { what: &'static str, offset: usize },
+    /// A big integer that fits in an `i64` (which has its own, shorter, encoding).
+    #[error("big integer at offset {offset} fits in 64 bits (not canonical)")]
+    BigIntInRange { offset: usize },
     #[error("unknown value tag 0x{tag:02x} at offset {offset}")]
     UnknownTag { tag: u8, offset: usize },
     /// `offset` is that of the first byte that is not valid UTF-8.
@@ -174,6 +182,7 @@ fn value_len(v: &Value) -> usize {
     1 + match v {
         Value::Null | Value::Bool(_) => 0,
         Value::Int(i) => varint_len(zigzag(*i)),
+        Value::BigInt(_) => 16,
         Value::Float(_) => 8,
         Value::String(s) => str_len(s),
         Value::Timestamp(t) => varint_len(zigzag(t.millis())),
@@ -213,6 +222,10 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
         Value::Int(i) => {
             out.push(TAG_INT);
             put_varint(zigzag(*i), out);
+        }
+        Value::BigInt(b) => {
+            out.push(TAG_BIGINT);
+            out.extend_from_slice(&b.get().to_le_bytes());
         }
         Value::Float(f) => {
             out.push(TAG_FLOAT);
@@ -387,6 +400,20 @@ impl<'a> Reader<'a> {
                 let mut bits = [0u8; 8];
                 bits.copy_from_slice(bytes);
                 Value::Float(f64::from_bits(u64::from_le_bytes(bits)))
+            }
+            TAG_BIGINT => {
+                let start = self.pos;
+                let Some(bytes) = self.buf.get(start..start + 16) else {
+                    return Err(self.truncated("big integer", start));
+                };
+                self.pos += 16;
+                let mut raw = [0u8; 16];
+                raw.copy_from_slice(bytes);
+                let value = Value::integer(i128::from_le_bytes(raw));
+                if matches!(value, Value::Int(_)) {
+                    return Err(DecodeError::BigIntInRange { offset });
+                }
+                value
             }
             TAG_STRING => Value::String(self.str("string length", "string")?.into()),
             TAG_TIMESTAMP => {
@@ -767,10 +794,26 @@ mod tests {
 
     #[test]
     fn unknown_tags() {
-        for tag in [0x00, 0x0a, 0xff] {
+        for tag in [0x00, 0x0b, 0xff] {
             let err = decode(&[1, 1, 1, b'a', tag, 0]).unwrap_err();
             assert_eq!(err, DecodeError::UnknownTag { tag, offset: 4 });
         }
+    }
+
+    #[test]
+    fn big_integers_round_trip_and_are_canonical() {
+        let big = Value::integer(-(1i128 << 90) + 7);
+        let e = Event::from_parts(obj(&[("b", big.clone())]), Map::new());
+        let bytes = enc(&e);
+        assert_eq!(decode(&bytes).unwrap().get_field("b"), Some(&big));
+        // The same tag holding a value that fits in 64 bits is refused.
+        let mut small = vec![1, 1, 1, b'b', 0x0a];
+        small.extend_from_slice(&5i128.to_le_bytes());
+        small.push(0);
+        assert_eq!(
+            decode(&small).unwrap_err(),
+            DecodeError::BigIntInRange { offset: 4 }
+        );
         assert_eq!(
             decode(&[1, 1, 1, b'a', 0x00, 0]).unwrap_err().to_string(),
             "unknown value tag 0x00 at offset 4"

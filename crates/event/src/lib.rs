@@ -21,4 +21,4 @@ pub use event::{
 pub use fieldref::{FieldRef, FieldRefError};
 pub use template::Template;
 pub use timestamp::Timestamp;
-pub use value::{Key, Map, Str, Value};
+pub use value::{BigInt, Key, Map, Str, Value};

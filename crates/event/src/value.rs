@@ -1,5 +1,7 @@
 //! [`Value`]: the JSON-like tree an event is made of, plus a timestamp variant so that
-//! `@timestamp` keeps millisecond precision and its type through filters and the queue.
+//! `@timestamp` keeps millisecond precision and its type through filters and the queue, and a
+//! [`BigInt`] variant so that integers past 64 bits (Ruby's Bignums, Java's BigIntegers in
+//! Logstash) stay exact instead of turning into rounded floats.
 
 use std::fmt::Write as _;
 
@@ -25,6 +27,8 @@ pub enum Value {
     Null,
     Bool(bool),
     Int(i64),
+    /// An integer outside `i64`'s range. Build it with [`Value::integer`].
+    BigInt(BigInt),
     Float(f64),
     String(Str),
     Timestamp(Timestamp),
@@ -32,7 +36,50 @@ pub enum Value {
     Object(Map),
 }
 
+/// An integer that does not fit in an `i64` but does in an `i128` (38 digits). Two words
+/// rather than an `i128` so that a [`Value`] keeps 8-byte alignment and its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BigInt {
+    hi: i64,
+    lo: u64,
+}
+
+impl BigInt {
+    pub fn get(self) -> i128 {
+        ((self.hi as i128) << 64) | self.lo as i128
+    }
+}
+
 impl Value {
+    /// An integer value: [`Value::Int`] when it fits in an `i64`, else [`Value::BigInt`].
+    pub fn integer(i: i128) -> Value {
+        match i64::try_from(i) {
+            Ok(small) => Value::Int(small),
+            Err(_) => Value::BigInt(BigInt {
+                hi: (i >> 64) as i64,
+                lo: i as u64,
+            }),
+        }
+    }
+
+    /// Parses an integer written in decimal (optional sign, digits only): `None` when the text
+    /// is not one or is beyond 128 bits.
+    pub fn parse_integer(text: &str) -> Option<Value> {
+        if let Ok(i) = text.parse::<i64>() {
+            return Some(Value::Int(i));
+        }
+        text.parse::<i128>().ok().map(Value::integer)
+    }
+
+    /// The integer this value holds, if it is one.
+    pub fn as_i128(&self) -> Option<i128> {
+        match self {
+            Value::Int(i) => Some(*i as i128),
+            Value::BigInt(b) => Some(b.get()),
+            _ => None,
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),
@@ -58,6 +105,7 @@ impl Value {
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Int(i) => Some(*i as f64),
+            Value::BigInt(b) => Some(b.get() as f64),
             Value::Float(f) => Some(*f),
             _ => None,
         }
@@ -73,7 +121,7 @@ impl Value {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "boolean",
-            Value::Int(_) => "integer",
+            Value::Int(_) | Value::BigInt(_) => "integer",
             Value::Float(_) => "float",
             Value::String(_) => "string",
             Value::Timestamp(_) => "timestamp",
@@ -90,6 +138,9 @@ impl Value {
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Value::Int(i) => {
                 let _ = write!(out, "{i}");
+            }
+            Value::BigInt(b) => {
+                let _ = write!(out, "{}", b.get());
             }
             Value::Float(f) => write_float(*f, out),
             Value::String(s) => out.push_str(s),
@@ -203,5 +254,25 @@ mod tests {
         assert!(!Value::Bool(false).is_truthy());
         assert!(Value::String(String::new().into()).is_truthy());
         assert!(Value::Int(0).is_truthy());
+    }
+
+    #[test]
+    fn integers_past_64_bits_stay_exact() {
+        assert_eq!(Value::integer(5), Value::Int(5));
+        assert_eq!(Value::integer(i64::MIN as i128), Value::Int(i64::MIN));
+        let big = Value::parse_integer("123456789012345678901234567890").unwrap();
+        assert!(matches!(big, Value::BigInt(_)));
+        assert_eq!(big.to_display_string(), "123456789012345678901234567890");
+        assert_eq!(big.as_i128(), Some(123456789012345678901234567890));
+        let neg = Value::integer(-(1i128 << 100));
+        assert_eq!(neg.as_i128(), Some(-(1i128 << 100)));
+        assert_eq!(
+            Value::parse_integer("9223372036854775808")
+                .unwrap()
+                .type_name(),
+            "integer"
+        );
+        assert_eq!(Value::parse_integer("1".repeat(40).as_str()), None);
+        assert_eq!(std::mem::size_of::<Value>(), 32);
     }
 }

@@ -54,6 +54,8 @@ fn leaf() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::Int),
         (-1000i64..1000).prop_map(Value::Int),
+        // Mostly outside i64's range: Value::integer picks Int for the rest.
+        any::<i128>().prop_map(Value::integer),
         float().prop_map(Value::Float),
         any::<String>().prop_map(Value::from),
         any::<i64>().prop_map(|m| Value::Timestamp(Timestamp::from_millis(m))),

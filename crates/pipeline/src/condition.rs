@@ -152,6 +152,7 @@ fn resolve<'a>(o: &'a Operand, e: &'a Event) -> Option<Cow<'a, Value>> {
 fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => x == y,
+        (x, y) if x.as_i128().is_some() && y.as_i128().is_some() => x.as_i128() == y.as_i128(),
         (x, y) if x.as_f64().is_some() && y.as_f64().is_some() => x.as_f64() == y.as_f64(),
         (Value::Timestamp(t), Value::String(s)) | (Value::String(s), Value::Timestamp(t)) => {
             t.to_iso8601() == *s
@@ -166,6 +167,9 @@ fn equal(a: &Value, b: &Value) -> bool {
 fn order(a: &Value, b: &Value) -> Option<Ordering> {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        (x, y) if x.as_i128().is_some() && y.as_i128().is_some() => {
+            Some(x.as_i128().cmp(&y.as_i128()))
+        }
         (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
         (Value::Timestamp(x), Value::Timestamp(y)) => Some(x.cmp(y)),
         (x, y) => x.as_f64()?.partial_cmp(&y.as_f64()?),

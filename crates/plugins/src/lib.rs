@@ -13,6 +13,7 @@ pub mod filters;
 pub mod http;
 pub mod inputs;
 pub mod net;
+pub mod numbers;
 pub mod outputs;
 pub mod redis_conn;
 pub mod retry;

@@ -47,14 +47,75 @@ fn mutate_convert() {
     assert!(!e.has_tag("_mutate_error"));
 }
 
+/// Logstash's mutate skips a hash given to `convert` (a debug log, no tag) but raises on a
+/// hash inside an array, on text that is no number, and on a `rename` name that the event
+/// fills in as no valid field reference. When it raises, the operations after it and the
+/// common options are skipped and the event is tagged `_mutate_error`.
 #[test]
-fn mutate_convert_of_a_hash_tags_failure() {
+fn mutate_errors_stop_the_filter_as_logstash_raises() {
     let e = one(
         r#"filter { mutate { convert => { "h" => "integer" } } }"#,
         json!({"h": {"a": 1}}),
     );
-    assert!(e.has_tag("_mutate_error"));
+    assert!(!e.has_tag("_mutate_error"));
     assert_eq!(get(&e, "h"), v(json!({"a": 1})));
+
+    let config = r#"filter { mutate {
+        convert => { "n" => "integer" }
+        uppercase => [ "u" ]
+        add_tag => [ "mutated" ]
+    } }"#;
+    for bad in [
+        json!({"n": [1, {"a": 1}], "u": "x"}),
+        json!({"n": "12abc", "u": "x"}),
+    ] {
+        let e = one(config, bad.clone());
+        assert!(e.has_tag("_mutate_error"), "{bad}");
+        assert!(!e.has_tag("mutated"), "{bad}");
+        assert_eq!(get(&e, "u"), v(json!("x")), "{bad}");
+    }
+    let e = one(config, json!({"n": "1,234.9", "u": "x"}));
+    assert_eq!(get(&e, "n"), v(json!(1234)));
+    assert_eq!(get(&e, "u"), v(json!("X")));
+    assert!(e.has_tag("mutated"));
+
+    let e = one(
+        r#"filter { mutate { rename => { "a" => "%{target}" } } }"#,
+        json!({"a": 1, "target": "[broken"}),
+    );
+    assert!(e.has_tag("_mutate_error"));
+    assert_eq!(get(&e, "a"), v(json!(1)));
+
+    // Logged and skipped, not tagged: case changes on a number, merging a hash with a string.
+    let e = one(
+        r#"filter { mutate { uppercase => [ "n" ] merge => { "h" => "s" } } }"#,
+        json!({"n": 5, "h": {"a": 1}, "s": "x"}),
+    );
+    assert!(!e.has_tag("_mutate_error"));
+    assert_eq!(get(&e, "h"), v(json!({"a": 1})));
+}
+
+/// Integers past 64 bits stay exact from JSON through convert, conditions and output.
+#[test]
+fn big_integers_stay_exact() {
+    let big = "123456789012345678901234567";
+    let e = one(
+        r#"filter {
+            json { source => "message" }
+            mutate { convert => { "s" => "integer" "c" => "string" } }
+            if [n] > [m] { mutate { add_tag => "gt" } }
+            if [n] == [s] { mutate { add_tag => "eq" } }
+        }"#,
+        json!({"message": format!(r#"{{"n": {big}, "m": 18446744073709551616, "c": {big}, "s": "{big}"}}"#)}),
+    );
+    assert_eq!(get(&e, "c"), v(json!(big)));
+    assert_eq!(
+        get(&e, "n").map(|n| n.to_display_string()),
+        Some(big.to_owned())
+    );
+    assert!(e.has_tag("gt") && e.has_tag("eq"), "{:?}", get(&e, "tags"));
+    let out = sluice_event::json::event_to_string(&e);
+    assert!(out.contains(&format!(r#""n":{big}"#)), "{out}");
 }
 
 /// A gsub pattern or replacement holding `%{field}` is filled in from each event, as in

@@ -21,6 +21,7 @@
 //! delimiter must start the text; an empty first field at position 0 does not consume its
 //! delimiter.
 
+use crate::numbers::{Decimal, Syntax};
 use regex::Regex;
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
@@ -343,69 +344,20 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     }))
 }
 
-/// Java's `new BigDecimal(text)` syntax: sign, digits with an optional point, exponent.
-fn big_decimal(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-        i += 1;
-    }
-    let int_start = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    let mut digits = i - int_start;
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        let f = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        digits += i - f;
-    }
-    if digits == 0 {
-        return None;
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        i += 1;
-        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-            i += 1;
-        }
-        let e = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == e {
-            return None;
-        }
-    }
-    if i != b.len() {
-        return None;
-    }
-    s.parse().ok()
-}
-
+/// Logstash's conversion: `new BigDecimal(String.valueOf(value))`, then `toBigInteger()` for
+/// `int` (exact, past 64 bits too); `float` keeps the nearest double (Logstash keeps the
+/// BigDecimal itself).
 fn convert(v: &Value, conv: Conversion) -> Option<Value> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Null => return None,
         other => other.to_display_string().into(),
     };
-    let f = big_decimal(&text)?;
-    Some(match conv {
-        Conversion::Float => Value::Float(f),
-        Conversion::Int => match text.parse::<i64>() {
-            Ok(i) => Value::Int(i),
-            Err(_) => {
-                let t = f.trunc();
-                if t.abs() < 9.2e18 {
-                    Value::Int(t as i64)
-                } else {
-                    return None;
-                }
-            }
-        },
-    })
+    let d = Decimal::parse(&text, Syntax::Java)?;
+    match conv {
+        Conversion::Float => Some(Value::Float(d.to_f64())),
+        Conversion::Int => d.to_integer(),
+    }
 }
 
 impl Filter for Dissect {
@@ -494,8 +446,22 @@ mod tests {
         assert_eq!(ns("a->"), ("a".into(), "->".into()));
         assert_eq!(ns("a/123"), ("a/123".into(), "".into()));
         assert_eq!(ns("->"), ("".into(), "->".into()));
-        assert_eq!(big_decimal("1.5e3"), Some(1500.0));
-        assert_eq!(big_decimal(" 1"), None);
-        assert_eq!(big_decimal("."), None);
+    }
+
+    #[test]
+    fn conversions_are_big_decimal_exact() {
+        let int = |s: &str| convert(&s.into(), Conversion::Int);
+        assert_eq!(int("1.5e3"), Some(Value::Int(1500)));
+        assert_eq!(int("-7.9"), Some(Value::Int(-7)));
+        assert_eq!(
+            int("123456789012345678901234"),
+            Value::parse_integer("123456789012345678901234")
+        );
+        assert_eq!(int(" 1"), None);
+        assert_eq!(int("."), None);
+        assert_eq!(
+            convert(&"2.5".into(), Conversion::Float),
+            Some(Value::Float(2.5))
+        );
     }
 }

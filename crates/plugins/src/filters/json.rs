@@ -46,15 +46,19 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     }))
 }
 
-/// Jackson's reading of a document: its first value (empty text is null).
+/// Jackson's reading of a document: its first value (empty text is null). Numbers as
+/// [`sluice_event::json::parse`] reads them (integers past 64 bits exact).
 fn parse_first(text: &str) -> Option<Value> {
     if text.trim().is_empty() {
         return Some(Value::Null);
     }
-    serde_json::Deserializer::from_str(text)
-        .into_iter::<Value>()
-        .next()?
-        .ok()
+    if let Ok(v) = sluice_event::json::parse(text.as_bytes()) {
+        return Some(v);
+    }
+    // Something follows the first value: find where it ends, and read just that.
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    values.next()?.ok()?;
+    sluice_event::json::parse(&text.as_bytes()[..values.byte_offset()]).ok()
 }
 
 /// Whether every key in `v` (at any depth) is usable as a field name.

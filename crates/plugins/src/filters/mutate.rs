@@ -2,14 +2,19 @@
 //!
 //! Operations run in Logstash's fixed order, whatever the order in the config: coerce, rename,
 //! update, replace, convert, gsub, uppercase, capitalize, lowercase, strip, split, join, merge,
-//! copy; then the common options (add_field, add_tag, ...) apply. A value an operation cannot
-//! handle (converting a hash, say) is left as it is and the event is tagged `tag_on_failure`.
+//! copy; then the common options (add_field, add_tag, ...) apply. Where Logstash's mutate
+//! raises (text that is not a number for `convert`, a `rename` name filled in from the event
+//! that is no field reference, a gsub pattern from the event that is no regex, `strip` on an
+//! array holding a non-string), the remaining operations and the common options are skipped
+//! and the event is tagged `tag_on_failure`; where it logs and skips (case changes or gsub on a
+//! number, `convert` on a hash, `merge` of a hash with a non-hash), so does this.
 
-use sluice_event::{Event, Template, Value};
+use sluice_event::{Event, FieldRef, Template, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
 use sluice_regex::{Regex, Replacement};
 
 use crate::field::FieldName;
+use crate::numbers::{self, Decimal, Syntax};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Conversion {
@@ -38,7 +43,7 @@ pub struct Mutate {
     gsub: Vec<Gsub>,
     /// Patterns built per event (`%{field}` in a gsub pattern), compiled once each: at most
     /// [`DYNAMIC_PATTERNS`], then forgotten all at once.
-    dynamic: std::collections::HashMap<String, Option<Regex>>,
+    dynamic: std::collections::HashMap<String, Result<Regex, String>>,
     uppercase: Vec<FieldName>,
     capitalize: Vec<FieldName>,
     lowercase: Vec<FieldName>,
@@ -69,11 +74,17 @@ enum Pattern {
 /// How many per-event gsub patterns a worker keeps compiled.
 const DYNAMIC_PATTERNS: usize = 256;
 
+/// A field an operation works on. Only `rename` fills its names in from the event (as
+/// Logstash's mutate does); the other operations take the name as written, `%{` and all.
+fn literal(opts: &Options, option: &str, text: &str) -> Result<FieldName, ConfigError> {
+    FieldRef::parse(text)
+        .map(FieldName::Fixed)
+        .map_err(|e| opts.error(option, e.to_string()))
+}
+
 fn names(opts: &mut Options, option: &str) -> Result<Vec<FieldName>, ConfigError> {
     let list = opts.string_list(option)?.unwrap_or_default();
-    list.iter()
-        .map(|f| FieldName::parse(opts, option, f))
-        .collect()
+    list.iter().map(|f| literal(opts, option, f)).collect()
 }
 
 fn pairs(opts: &mut Options, option: &str) -> Result<Vec<(String, String)>, ConfigError> {
@@ -86,7 +97,7 @@ fn field_templates(
 ) -> Result<Vec<(FieldName, Template)>, ConfigError> {
     pairs(opts, option)?
         .into_iter()
-        .map(|(k, v)| Ok((FieldName::parse(opts, option, &k)?, Template::parse(&v))))
+        .map(|(k, v)| Ok((literal(opts, option, &k)?, Template::parse(&v))))
         .collect()
 }
 
@@ -94,14 +105,14 @@ fn field_pairs(
     opts: &mut Options,
     option: &str,
 ) -> Result<Vec<(FieldName, FieldName)>, ConfigError> {
+    let name = if option == "rename" {
+        FieldName::parse
+    } else {
+        literal
+    };
     pairs(opts, option)?
         .into_iter()
-        .map(|(k, v)| {
-            Ok((
-                FieldName::parse(opts, option, &k)?,
-                FieldName::parse(opts, option, &v)?,
-            ))
-        })
+        .map(|(k, v)| Ok((name(opts, option, &k)?, name(opts, option, &v)?)))
         .collect()
 }
 
@@ -128,8 +139,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
                 ))
             }
         };
-        m.convert
-            .push((FieldName::parse(opts, "convert", &field)?, conv));
+        m.convert.push((literal(opts, "convert", &field)?, conv));
     }
     let gsub = opts.string_list("gsub")?.unwrap_or_default();
     if gsub.len() % 3 != 0 {
@@ -148,7 +158,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
             )
         };
         m.gsub.push(Gsub {
-            field: FieldName::parse(opts, "gsub", &t[0])?,
+            field: literal(opts, "gsub", &t[0])?,
             pattern,
             replacement: if t[2].contains("%{") {
                 Err(Template::parse(&t[2]))
@@ -163,7 +173,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     m.strip = names(opts, "strip")?;
     for (option, target) in [("split", &mut m.split), ("join", &mut m.join)] {
         for (k, sep) in pairs(opts, option)? {
-            target.push((FieldName::parse(opts, option, &k)?, sep));
+            target.push((literal(opts, option, &k)?, sep));
         }
     }
     m.merge = field_pairs(opts, "merge")?;
@@ -172,101 +182,155 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     Ok(Box::new(m))
 }
 
-/// Ruby's `String#to_i` / `to_f`: the longest numeric prefix, 0 when there is none.
-fn leading_number(s: &str, float: bool) -> Value {
-    let s = s.trim_start();
-    let b = s.as_bytes();
-    let mut end = 0;
-    if end < b.len() && (b[end] == b'-' || b[end] == b'+') {
-        end += 1;
-    }
-    let digits_start = end;
-    while end < b.len() && (b[end].is_ascii_digit() || b[end] == b'_') {
-        end += 1;
-    }
-    if float && end < b.len() && b[end] == b'.' && end + 1 < b.len() && b[end + 1].is_ascii_digit()
-    {
-        end += 1;
-        while end < b.len() && b[end].is_ascii_digit() {
-            end += 1;
-        }
-        if end < b.len() && (b[end] == b'e' || b[end] == b'E') {
-            let mut e = end + 1;
-            if e < b.len() && (b[e] == b'-' || b[e] == b'+') {
-                e += 1;
-            }
-            if e < b.len() && b[e].is_ascii_digit() {
-                while e < b.len() && b[e].is_ascii_digit() {
-                    e += 1;
-                }
-                end = e;
-            }
-        }
-    }
-    let text: String = s[..end].chars().filter(|&c| c != '_').collect();
-    if float {
-        Value::Float(text.parse().unwrap_or(0.0))
-    } else if end == digits_start {
-        Value::Int(0)
+/// Logstash 8.14+'s `convert_integer` / `convert_float` on a string: `_eu` swaps `,` and
+/// `.`; then surrounding space and every `,` go (thousands separators) and the text is lower
+/// cased; `0x…` is hexadecimal (an integer, or a hex float when it has a point); anything else
+/// must be a whole decimal number (`BigDecimal` for integers, truncated: `"1.230000e+02"` is
+/// 123; Ruby's strict `Float()` for floats). Text that is none of these is an error.
+fn number_from_text(text: &str, float: bool, eu: bool) -> Result<Value, String> {
+    let swapped;
+    let text = if eu {
+        swapped = text
+            .chars()
+            .map(|c| match c {
+                ',' => '.',
+                '.' => ',',
+                c => c,
+            })
+            .collect::<String>();
+        &swapped
     } else {
-        Value::Int(text.parse().unwrap_or(0))
+        text
+    };
+    let cleaned = text.trim().replace(',', "").to_lowercase();
+    let t = cleaned.as_str();
+    let hex = t.strip_prefix(['+', '-']).unwrap_or(t).starts_with("0x");
+    let invalid = || {
+        let kind = if float { "Float" } else { "Integer" };
+        format!("invalid value for {kind}(): {text:?}")
+    };
+    if float {
+        let f = if hex {
+            numbers::ruby_hex_float(t)
+        } else {
+            numbers::ruby_float(t)
+        };
+        return f.map(Value::Float).ok_or_else(invalid);
     }
+    if hex {
+        return if t.contains('.') {
+            let f = numbers::ruby_hex_float(t).ok_or_else(invalid)?;
+            float_to_integer(f)
+        } else {
+            numbers::ruby_hex_integer(t).ok_or_else(invalid)
+        };
+    }
+    Decimal::parse(t, Syntax::Ruby)
+        .ok_or_else(invalid)?
+        .to_integer()
+        .ok_or_else(|| format!("{text:?} is beyond 128 bits"))
 }
 
-fn convert_scalar(v: &Value, conv: Conversion) -> Option<Value> {
-    Some(match (conv, v) {
+/// Ruby's `Integer(float)`: truncated toward zero; NaN and infinities are errors.
+fn float_to_integer(f: f64) -> Result<Value, String> {
+    if !f.is_finite() {
+        return Err(format!("{f} cannot be converted to an integer"));
+    }
+    let t = f.trunc();
+    if t.abs() >= 1.7e38 {
+        return Err(format!("{f} is beyond 128 bits"));
+    }
+    Ok(Value::integer(t as i128))
+}
+
+/// Logstash's `TRUE_REGEX` / `FALSE_REGEX` (`/^(true|t|yes|y|1|1.0)$/i`), with Ruby's
+/// meaning: `^`/`$` match at any line and the `.` of `1.0` is any character.
+struct Booleans {
+    yes: Regex,
+    no: Regex,
+}
+
+fn booleans() -> &'static Booleans {
+    static B: std::sync::OnceLock<Booleans> = std::sync::OnceLock::new();
+    B.get_or_init(|| Booleans {
+        yes: Regex::new("(?i)^(true|t|yes|y|1|1.0)$").expect("a valid regex"),
+        no: Regex::new("(?i)^(false|f|no|n|0|0.0)$").expect("a valid regex"),
+    })
+}
+
+/// One scalar converted as Logstash's mutate does; `Err` where Ruby raises (the filter then
+/// stops and tags the event).
+fn convert_scalar(v: &Value, conv: Conversion) -> Result<Value, String> {
+    let float = matches!(conv, Conversion::Float | Conversion::FloatEu);
+    let eu = matches!(conv, Conversion::IntegerEu | Conversion::FloatEu);
+    Ok(match (conv, v) {
+        (_, Value::Null) => Value::Null,
         (Conversion::String, Value::String(_)) => v.clone(),
         (Conversion::String, other) => Value::String(other.to_display_string().into()),
         (Conversion::Boolean, Value::Bool(_)) => v.clone(),
         (Conversion::Boolean, other) => {
-            let s = other.to_display_string().to_ascii_lowercase();
-            match s.as_str() {
-                "true" | "t" | "yes" | "y" | "1" | "1.0" => Value::Bool(true),
-                "false" | "f" | "no" | "n" | "0" | "0.0" => Value::Bool(false),
-                _ => return Some(v.clone()),
+            let s = other.to_display_string();
+            let b = booleans();
+            if b.yes.is_match(&s) {
+                Value::Bool(true)
+            } else if s.is_empty() || b.no.is_match(&s) {
+                Value::Bool(false)
+            } else {
+                tracing::warn!("Failed to convert {s} into boolean.");
+                v.clone()
             }
         }
-        (Conversion::Integer | Conversion::IntegerEu, Value::Bool(b)) => Value::Int(*b as i64),
-        (Conversion::Integer | Conversion::IntegerEu, Value::Int(_)) => v.clone(),
-        (Conversion::Integer | Conversion::IntegerEu, Value::Float(f)) => {
-            Value::Int(f.trunc() as i64)
+        (_, Value::Bool(b)) if float => Value::Float(*b as i64 as f64),
+        (_, Value::Bool(b)) => Value::Int(*b as i64),
+        (_, Value::Int(_) | Value::BigInt(_)) if float => Value::Float(v.as_f64().unwrap_or(0.0)),
+        (_, Value::Int(_) | Value::BigInt(_)) => v.clone(),
+        (_, Value::Float(_)) if float => v.clone(),
+        (_, Value::Float(f)) => float_to_integer(*f)?,
+        (_, Value::String(s)) => number_from_text(s, float, eu)?,
+        // Ruby's Float() and Integer() take a Timestamp's to_f / to_i: epoch seconds.
+        (_, Value::Timestamp(t)) if float => Value::Float(t.millis() as f64 / 1000.0),
+        (_, Value::Timestamp(t)) => Value::Int(t.millis().div_euclid(1000)),
+        (_, other) => {
+            return Err(format!(
+                "can't convert {} into {}",
+                other.type_name(),
+                if float { "Float" } else { "Integer" }
+            ))
         }
-        (Conversion::Integer, Value::String(s)) => leading_number(s, false),
-        (Conversion::IntegerEu, Value::String(s)) => {
-            leading_number(&s.replace('.', "").replace(',', "."), false)
-        }
-        (Conversion::Float | Conversion::FloatEu, Value::Bool(b)) => Value::Float(*b as i64 as f64),
-        (Conversion::Float | Conversion::FloatEu, Value::Int(i)) => Value::Float(*i as f64),
-        (Conversion::Float | Conversion::FloatEu, Value::Float(_)) => v.clone(),
-        (Conversion::Float, Value::String(s)) => leading_number(&s.replace(',', ""), true),
-        (Conversion::FloatEu, Value::String(s)) => {
-            leading_number(&s.replace('.', "").replace(',', "."), true)
-        }
-        (_, Value::Null) => Value::Null,
-        _ => return None,
     })
 }
 
-/// Applies `f` to a string value or to each string of an array; other values are failures.
-fn map_strings(v: &mut Value, f: &dyn Fn(&str) -> String) -> bool {
+/// Ruby's `String#split(separator)`: a single space splits on runs of white space (leading
+/// white space ignored), an empty separator into characters; trailing empty strings go.
+fn ruby_split(s: &str, sep: &str) -> Vec<Value> {
+    let mut parts: Vec<Value> = if sep == " " {
+        s.split_ascii_whitespace().map(Value::from).collect()
+    } else if sep.is_empty() {
+        s.chars()
+            .map(|c| Value::String(c.to_string().into()))
+            .collect()
+    } else {
+        s.split(sep).map(Value::from).collect()
+    };
+    while parts.last().is_some_and(|p| p.as_str() == Some("")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Applies `f` to a string value or to each string of an array; anything else is left as it
+/// is (Logstash logs and skips it).
+fn map_strings(v: &mut Value, f: &dyn Fn(&str) -> String) {
     match v {
-        Value::String(s) => {
-            *s = f(s).into();
-            true
-        }
+        Value::String(s) => *s = f(s).into(),
         Value::Array(items) => {
-            let mut ok = true;
             for i in items {
                 if let Value::String(s) = i {
                     *s = f(s).into();
-                } else {
-                    ok = false;
                 }
             }
-            ok
         }
-        Value::Null => true,
-        _ => false,
+        _ => {}
     }
 }
 
@@ -283,8 +347,9 @@ pub(crate) fn capitalize(s: &str) -> String {
 }
 
 impl Mutate {
-    fn apply(&mut self, e: &mut Event) -> bool {
-        let mut ok = true;
+    /// Runs the operations in order; an `Err` is where Logstash's mutate raises, and like it
+    /// the operations after it do not run.
+    fn apply(&mut self, e: &mut Event) -> Result<(), String> {
         for (f, default) in &self.coerce {
             let Some(r) = f.resolve(e) else { continue };
             if matches!(e.get(&r), Some(Value::Null)) {
@@ -293,12 +358,8 @@ impl Mutate {
             }
         }
         for (from, to) in &self.rename {
-            let (Some(src), Some(dst)) = (
-                from.resolve(e).map(|r| r.into_owned()),
-                to.resolve(e).map(|r| r.into_owned()),
-            ) else {
-                continue;
-            };
+            let src = resolve_name(from, e)?;
+            let dst = resolve_name(to, e)?;
             if src == dst {
                 continue;
             }
@@ -327,18 +388,17 @@ impl Mutate {
                 continue;
             };
             let Some(v) = e.get_mut(&r) else { continue };
-            let converted = match &*v {
-                Value::Array(items) => items
-                    .iter()
-                    .map(|i| convert_scalar(i, *conv))
-                    .collect::<Option<Vec<_>>>()
-                    .map(Value::Array),
-                other => convert_scalar(other, *conv),
+            *v = match &*v {
+                // Logstash skips a hash (with a debug log) but raises on one inside an array.
+                Value::Object(_) => continue,
+                Value::Array(items) => Value::Array(
+                    items
+                        .iter()
+                        .map(|i| convert_scalar(i, *conv))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                other => convert_scalar(other, *conv)?,
             };
-            match converted {
-                Some(c) => *v = c,
-                None => ok = false,
-            }
         }
         for g in &self.gsub {
             let Some(r) = g.field.resolve(e).map(|r| r.into_owned()) else {
@@ -354,17 +414,13 @@ impl Mutate {
                     if self.dynamic.len() >= DYNAMIC_PATTERNS && !self.dynamic.contains_key(&text) {
                         self.dynamic.clear();
                     }
-                    let compiled = self.dynamic.entry(text).or_insert_with_key(|text| {
-                        Regex::new(text)
-                            .map_err(|err| tracing::warn!(pattern = %text, "mutate gsub: the pattern filled in from the event is not a valid regex: {err}"))
-                            .ok()
-                    });
+                    let compiled = self
+                        .dynamic
+                        .entry(text)
+                        .or_insert_with_key(|text| Regex::new(text).map_err(|e| e.to_string()));
                     match compiled {
-                        Some(re) => re,
-                        None => {
-                            ok = false;
-                            continue;
-                        }
+                        Ok(re) => re,
+                        Err(err) => return Err(format!("invalid gsub pattern: {err}")),
                     }
                 }
             };
@@ -391,7 +447,7 @@ impl Mutate {
                     continue;
                 };
                 if let Some(v) = e.get_mut(&r) {
-                    ok &= map_strings(v, &|s| match case {
+                    map_strings(v, &|s| match case {
                         Case::Upper => s.to_uppercase(),
                         Case::Lower => s.to_lowercase(),
                         Case::Capitalize => capitalize(s),
@@ -403,8 +459,23 @@ impl Mutate {
             let Some(r) = f.resolve(e).map(|r| r.into_owned()) else {
                 continue;
             };
-            if let Some(v) = e.get_mut(&r) {
-                ok &= map_strings(v, &|s| s.trim().to_owned());
+            match e.get_mut(&r) {
+                Some(Value::String(s)) => *s = s.trim().into(),
+                Some(Value::Array(items)) => {
+                    for i in items {
+                        match i {
+                            Value::String(s) => *s = s.trim().into(),
+                            // Ruby calls `strip` on each item: a non-string raises.
+                            other => {
+                                return Err(format!(
+                                    "undefined method `strip' for a {}",
+                                    other.type_name()
+                                ))
+                            }
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         for (f, sep) in &self.split {
@@ -412,17 +483,7 @@ impl Mutate {
                 continue;
             };
             if let Some(Value::String(s)) = e.get(&r) {
-                let mut parts: Vec<Value> = if sep.is_empty() {
-                    s.chars()
-                        .map(|c| Value::String(c.to_string().into()))
-                        .collect()
-                } else {
-                    s.split(sep.as_str()).map(Value::from).collect()
-                };
-                // Ruby's String#split drops trailing empty strings.
-                while parts.last().is_some_and(|p| p.as_str() == Some("")) {
-                    parts.pop();
-                }
+                let parts = ruby_split(s, sep);
                 e.set(&r, Value::Array(parts));
             }
         }
@@ -448,12 +509,17 @@ impl Mutate {
             };
             let added = e.get(&s).cloned();
             let current = e.get(&d).cloned();
+            let is_hash = |v: &Option<Value>| matches!(v, Some(Value::Object(_)));
+            if is_hash(&current) != is_hash(&added) {
+                // Logstash logs this and goes on, without tagging the event.
+                tracing::error!(dest_field = %d, added_field = %s, "Not possible to merge an array and a hash");
+                continue;
+            }
             match (current, added) {
                 (Some(Value::Object(mut a)), Some(Value::Object(b))) => {
                     a.extend(b);
                     e.set(&d, Value::Object(a));
                 }
-                (Some(Value::Object(_)), Some(_)) | (Some(_), Some(Value::Object(_))) => ok = false,
                 (cur, add) => {
                     let mut list = match cur {
                         Some(Value::Array(a)) => a,
@@ -480,16 +546,33 @@ impl Mutate {
                 e.set(&d, v);
             }
         }
-        ok
+        Ok(())
     }
+}
+
+/// A `rename` name filled in from the event; one that is not a valid field reference is
+/// an error, as Logstash raises on it.
+fn resolve_name<'a>(
+    name: &'a FieldName,
+    e: &Event,
+) -> Result<std::borrow::Cow<'a, FieldRef>, String> {
+    name.resolve(e).ok_or_else(|| match name {
+        FieldName::Dynamic(t) => format!("invalid field reference {:?}", t.render(e)),
+        FieldName::Fixed(r) => format!("invalid field reference {r:?}"),
+    })
 }
 
 impl Filter for Mutate {
     fn filter(&mut self, event: &mut Event, _emit: &mut Vec<Event>) -> bool {
-        if !self.apply(event) {
-            event.add_tag(&self.tag_on_failure);
+        match self.apply(event) {
+            Ok(()) => true,
+            Err(exception) => {
+                // As Logstash: warn, tag, and skip the common options (no filter_matched).
+                tracing::warn!(%exception, "Exception caught while applying mutate filter");
+                event.add_tag(&self.tag_on_failure);
+                false
+            }
         }
-        true
     }
 
     fn clone_box(&self) -> Box<dyn Filter> {
@@ -502,22 +585,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numbers_follow_ruby_prefix_rules() {
-        assert_eq!(leading_number("123abc", false), Value::Int(123));
-        assert_eq!(leading_number("abc", false), Value::Int(0));
-        assert_eq!(leading_number("-12.5", false), Value::Int(-12));
-        assert_eq!(leading_number("1.5e3x", true), Value::Float(1500.0));
+    fn convert_follows_logstash_8_14() {
+        let c = |v: &str, conv| convert_scalar(&v.into(), conv);
+        use Conversion::*;
+        assert_eq!(c("1,000", Integer), Ok(Value::Int(1000)));
+        assert_eq!(c(" 1,234,567.8 ", Integer), Ok(Value::Int(1234567)));
+        assert_eq!(c("1.230000e+02", Integer), Ok(Value::Int(123)));
+        assert_eq!(c("1.230000E+02", Float), Ok(Value::Float(123.0)));
+        assert_eq!(c("0x7B", Integer), Ok(Value::Int(123)));
+        assert_eq!(c("-0x1A", Float), Ok(Value::Float(-26.0)));
+        assert_eq!(c("0x1.8p1", Integer), Ok(Value::Int(3)));
+        assert_eq!(c("1.234,56", IntegerEu), Ok(Value::Int(1234)));
+        assert_eq!(c("1.234,56", FloatEu), Ok(Value::Float(1234.56)));
         assert_eq!(
-            convert_scalar(&"1.234,5".into(), Conversion::FloatEu),
-            Some(Value::Float(1234.5))
+            c("123456789012345678901234", Integer),
+            Ok(Value::parse_integer("123456789012345678901234").unwrap())
+        );
+        for bad in ["abc", "12abc", "", "1.5.5", "0x", "infinity"] {
+            assert!(c(bad, Integer).is_err(), "{bad:?}");
+            assert!(c(bad, Float).is_err(), "{bad:?}");
+        }
+        assert_eq!(c("yes", Boolean), Ok(Value::Bool(true)));
+        // Ruby's regex: `1.0` has an unescaped dot, and `^`/`$` match at lines.
+        assert_eq!(c("1x0", Boolean), Ok(Value::Bool(true)));
+        assert_eq!(c("maybe\nno", Boolean), Ok(Value::Bool(false)));
+        assert_eq!(c("maybe", Boolean), Ok(Value::String("maybe".into())));
+        assert!(convert_scalar(&Value::Object(Default::default()), Integer).is_err());
+        assert_eq!(
+            convert_scalar(&Value::Float(-2.9), Integer),
+            Ok(Value::Int(-2))
+        );
+        assert!(convert_scalar(&Value::Float(f64::NAN), Integer).is_err());
+        assert_eq!(
+            ruby_split("  a  b ", " "),
+            vec![Value::from("a"), Value::from("b")]
         );
         assert_eq!(
-            convert_scalar(&"yes".into(), Conversion::Boolean),
-            Some(Value::Bool(true))
-        );
-        assert_eq!(
-            convert_scalar(&Value::Object(Default::default()), Conversion::Integer),
-            None
+            ruby_split("a,,b,,", ","),
+            vec![Value::from("a"), "".into(), "b".into()]
         );
     }
 }

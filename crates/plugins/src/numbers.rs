@@ -1,0 +1,290 @@
+//! Numbers read from text the way Logstash's plugins read them, exactly: Java's and Ruby's
+//! `BigDecimal` (dissect's `->int`/`->float`, mutate's `convert`), Ruby's strict `Float()` and
+//! `Integer()` for hexadecimal (`0x7b`, `-0x1.8p1`). Integers come out as
+//! [`Value::integer`], so values past 64 bits stay exact; past 128 bits there is no exact
+//! value to give and the conversion fails instead of rounding.
+
+use sluice_event::Value;
+
+/// A decimal number as written: `digits × 10^exp`, sign apart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decimal {
+    negative: bool,
+    /// ASCII digits without leading zeros (empty for zero).
+    digits: String,
+    exp: i64,
+}
+
+/// Which language's `BigDecimal` syntax to accept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Syntax {
+    /// `java.math.BigDecimal(String)`: sign, digits, point, digits, `e`/`E` exponent.
+    Java,
+    /// Ruby's `BigDecimal()`: the same, plus `_` between digits and a `d`/`D` exponent.
+    Ruby,
+}
+
+impl Decimal {
+    pub fn parse(text: &str, syntax: Syntax) -> Option<Decimal> {
+        let b = text.as_bytes();
+        let mut i = 0;
+        let negative = match b.first() {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let mut digits = String::new();
+        let mut exp: i64 = 0;
+        let mut seen_digit = false;
+        let mut seen_point = false;
+        while i < b.len() {
+            let c = b[i];
+            if c.is_ascii_digit() {
+                seen_digit = true;
+                if !(digits.is_empty() && c == b'0') {
+                    digits.push(c as char);
+                }
+                if seen_point {
+                    exp -= 1;
+                }
+            } else if c == b'_' && syntax == Syntax::Ruby {
+                let between = i > 0
+                    && b[i - 1].is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+                if !between {
+                    return None;
+                }
+            } else if c == b'.' && !seen_point {
+                seen_point = true;
+            } else {
+                break;
+            }
+            i += 1;
+        }
+        if !seen_digit {
+            return None;
+        }
+        if i < b.len() {
+            let marker = b[i];
+            let is_exp = matches!(marker, b'e' | b'E')
+                || (syntax == Syntax::Ruby && matches!(marker, b'd' | b'D'));
+            if !is_exp {
+                return None;
+            }
+            let rest = &text[i + 1..];
+            let unsigned = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+            if unsigned.is_empty() || !unsigned.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            exp = exp.checked_add(rest.parse::<i64>().ok()?)?;
+        }
+        if digits.is_empty() {
+            exp = 0;
+        }
+        Some(Decimal {
+            negative,
+            digits,
+            exp,
+        })
+    }
+
+    /// The integer part (truncated toward zero), or `None` past 128 bits.
+    pub fn to_integer(&self) -> Option<Value> {
+        let keep = self.digits.len() as i64 + self.exp.min(0);
+        if keep <= 0 {
+            return Some(Value::Int(0));
+        }
+        if keep + self.exp.max(0) > 39 {
+            return None;
+        }
+        let mut n: i128 = 0;
+        for c in self.digits[..keep as usize].bytes() {
+            n = n.checked_mul(10)?.checked_add((c - b'0') as i128)?;
+        }
+        for _ in 0..self.exp.max(0) {
+            n = n.checked_mul(10)?;
+        }
+        Some(Value::integer(if self.negative { -n } else { n }))
+    }
+
+    /// The nearest `f64`.
+    pub fn to_f64(&self) -> f64 {
+        let digits = if self.digits.is_empty() {
+            "0"
+        } else {
+            &self.digits
+        };
+        let sign = if self.negative { "-" } else { "" };
+        format!("{sign}{digits}e{}", self.exp)
+            .parse()
+            .unwrap_or(f64::NAN)
+    }
+}
+
+/// Ruby's `Float(text)` for decimal text: sign, digits (`_` between two), an optional point
+/// followed by at least one digit, an optional exponent. Nothing else, not even a point
+/// without digits after it.
+pub fn ruby_float(text: &str) -> Option<f64> {
+    let body = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(at) => (&body[..at], Some(&body[at + 1..])),
+        None => (body, None),
+    };
+    let (int, frac) = match mantissa.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (mantissa, None),
+    };
+    let digits_ok = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('_')
+            && !s.ends_with('_')
+            && !s.contains("__")
+            && s.bytes().all(|c| c.is_ascii_digit() || c == b'_')
+    };
+    let int_ok = digits_ok(int) || (int.is_empty() && frac.is_some());
+    if !int_ok || frac.is_some_and(|f| !digits_ok(f)) {
+        return None;
+    }
+    if let Some(e) = exponent {
+        if !digits_ok(e.strip_prefix(['+', '-']).unwrap_or(e)) {
+            return None;
+        }
+    }
+    text.replace('_', "").parse().ok()
+}
+
+/// Ruby's `Integer(text)` for `[+-]0x…` text: hexadecimal digits (`_` between two).
+pub fn ruby_hex_integer(text: &str) -> Option<Value> {
+    let (negative, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let hex = body
+        .strip_prefix("0x")
+        .or_else(|| body.strip_prefix("0X"))?;
+    if hex.is_empty() || hex.starts_with('_') || hex.ends_with('_') || hex.contains("__") {
+        return None;
+    }
+    let mut n: i128 = 0;
+    for c in hex.chars().filter(|&c| c != '_') {
+        n = n.checked_mul(16)?.checked_add(c.to_digit(16)? as i128)?;
+    }
+    Some(Value::integer(if negative { -n } else { n }))
+}
+
+/// Ruby's `Float(text)` for `[+-]0x…` text: C's hexadecimal floating point (`0x1.8p1` = 3.0,
+/// `0x7b` = 123.0), the binary exponent optional.
+pub fn ruby_hex_float(text: &str) -> Option<f64> {
+    let (negative, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let hex = body
+        .strip_prefix("0x")
+        .or_else(|| body.strip_prefix("0X"))?;
+    let (mantissa, exponent) = match hex.find(['p', 'P']) {
+        Some(at) => (&hex[..at], Some(&hex[at + 1..])),
+        None => (hex, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut value = 0f64;
+    for c in int.chars() {
+        value = value * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        value += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    if let Some(e) = exponent {
+        let unsigned = e.strip_prefix(['+', '-']).unwrap_or(e);
+        if unsigned.is_empty() || !unsigned.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        value *= 2f64.powi(e.parse::<i32>().ok()?);
+    }
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(text: &str, syntax: Syntax) -> Option<Value> {
+        Decimal::parse(text, syntax)?.to_integer()
+    }
+
+    #[test]
+    fn big_decimal_integers_are_exact() {
+        assert_eq!(int("123", Syntax::Java), Some(Value::Int(123)));
+        assert_eq!(int("-12.9", Syntax::Java), Some(Value::Int(-12)));
+        assert_eq!(int("1.230000e+02", Syntax::Java), Some(Value::Int(123)));
+        assert_eq!(int("1234567.8", Syntax::Java), Some(Value::Int(1234567)));
+        assert_eq!(int(".5", Syntax::Java), Some(Value::Int(0)));
+        assert_eq!(int("5.", Syntax::Java), Some(Value::Int(5)));
+        assert_eq!(int("0.000", Syntax::Java), Some(Value::Int(0)));
+        assert_eq!(
+            int("123456789012345678901234567890", Syntax::Java),
+            Value::parse_integer("123456789012345678901234567890")
+        );
+        assert_eq!(
+            int("1e20", Syntax::Java),
+            Value::parse_integer("100000000000000000000")
+        );
+        assert_eq!(int("1e400", Syntax::Java), None);
+        assert_eq!(int("1_000", Syntax::Ruby), Some(Value::Int(1000)));
+        assert_eq!(int("1d3", Syntax::Ruby), Some(Value::Int(1000)));
+        for bad in [
+            "", "-", ".", "1_000", "1e", "1e+", "abc", "1.2.3", "0x10", " 1", "1 ",
+        ] {
+            assert_eq!(Decimal::parse(bad, Syntax::Java), None, "{bad:?}");
+        }
+        for bad in ["_1", "1_", "1__0", "1d"] {
+            assert_eq!(Decimal::parse(bad, Syntax::Ruby), None, "{bad:?}");
+        }
+        assert_eq!(
+            Decimal::parse("-1.5e-3", Syntax::Java).unwrap().to_f64(),
+            -0.0015
+        );
+    }
+
+    #[test]
+    fn ruby_float_is_strict() {
+        assert_eq!(ruby_float("1.5"), Some(1.5));
+        assert_eq!(ruby_float("-1_000.25e1"), Some(-10002.5));
+        assert_eq!(ruby_float(".5"), Some(0.5));
+        assert_eq!(ruby_float("7"), Some(7.0));
+        for bad in [
+            "", "5.", "1e", "abc", "1.5x", "1__0", "_1", "infinity", "nan",
+        ] {
+            assert_eq!(ruby_float(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn hexadecimal() {
+        assert_eq!(ruby_hex_integer("0x7b"), Some(Value::Int(123)));
+        assert_eq!(ruby_hex_integer("-0x1A"), Some(Value::Int(-26)));
+        assert_eq!(
+            ruby_hex_integer("0xffffffffffffffff"),
+            Some(Value::integer(u64::MAX as i128))
+        );
+        assert_eq!(ruby_hex_integer("0x"), None);
+        assert_eq!(ruby_hex_integer("0x1p3"), None);
+        assert_eq!(ruby_hex_float("0x1.8p1"), Some(3.0));
+        assert_eq!(ruby_hex_float("-0x7b"), Some(-123.0));
+        assert_eq!(ruby_hex_float("0x1p-2"), Some(0.25));
+        assert_eq!(ruby_hex_float("0xzz"), None);
+    }
+}
