@@ -296,6 +296,16 @@ fn kv_keys_duplicates_targets_and_recursion() {
     assert_eq!(get(&e, "b"), v(json!("2")));
     assert_eq!(get(&e, "c"), v(json!("3")));
 
+    // The split patterns are Ruby regexes: `\h` is a hex digit, a `{` that starts no
+    // interval is a literal, `\A` anchors at the start.
+    let e = one(
+        r#"filter { kv { field_split_pattern => ";{|\s" value_split_pattern => "=\h?>" } }"#,
+        json!({"message": "a=>1;{b=f>2 c=>3"}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("1")));
+    assert_eq!(get(&e, "b"), v(json!("2")));
+    assert_eq!(get(&e, "c"), v(json!("3")));
+
     // Nothing found: no match, so no add_tag.
     let e = one(
         r#"filter { kv { add_tag => ["kv"] } }"#,

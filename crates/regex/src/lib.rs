@@ -252,6 +252,62 @@ impl Regex {
         }
     }
 
+    /// The successive non-overlapping matches in `text`, with their groups (numbered as
+    /// written). A match PCRE2 gives up on (its backtracking limits) ends the iteration with
+    /// an `Err`.
+    pub fn captures_iter<'r, 't>(
+        &'r self,
+        text: &'t str,
+    ) -> impl Iterator<Item = Result<Captures<'t>, Error>> + use<'r, 't> {
+        let mut rust = match &self.compiled {
+            Engine::Rust(r) => Some(r.captures_iter(text)),
+            Engine::Pcre(_) => None,
+        };
+        let mut pcre = match &self.compiled {
+            Engine::Pcre(r) => Some((r, r.capture_locations())),
+            Engine::Rust(_) => None,
+        };
+        let mut at = 0;
+        let mut done = false;
+        std::iter::from_fn(move || {
+            if let Some(it) = rust.as_mut() {
+                let caps = it.next()?;
+                let groups = (0..caps.len())
+                    .map(|g| caps.get(g).map(|m| (m.start(), m.end())))
+                    .collect();
+                return Some(Ok(Captures { text, groups }));
+            }
+            let (re, locs) = pcre.as_mut()?;
+            if done || at > text.len() {
+                return None;
+            }
+            match re.captures_read_at(locs, text.as_bytes(), at) {
+                Ok(Some(m)) => {
+                    let (start, end) = (m.start(), m.end());
+                    at = if end > start {
+                        end
+                    } else {
+                        // An empty match: step over one character, as Ruby does.
+                        match text[end..].chars().next() {
+                            Some(c) => end + c.len_utf8(),
+                            None => {
+                                done = true;
+                                end
+                            }
+                        }
+                    };
+                    let groups = (0..locs.len()).map(|g| locs.get(g)).collect();
+                    Some(Ok(Captures { text, groups }))
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    done = true;
+                    Some(Err(Error(e.to_string())))
+                }
+            }
+        })
+    }
+
     fn replace_all_pcre<'t>(
         &self,
         re: &pcre2::bytes::Regex,
@@ -291,6 +347,30 @@ impl Regex {
         }
         out.push_str(&text[copied..]);
         Cow::Owned(out)
+    }
+}
+
+/// One match and its groups (group 0 is the whole match).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Captures<'t> {
+    text: &'t str,
+    groups: Vec<Option<(usize, usize)>>,
+}
+
+impl<'t> Captures<'t> {
+    /// The text group `g` matched, if it took part.
+    pub fn get(&self, g: usize) -> Option<&'t str> {
+        let (start, end) = (*self.groups.get(g)?)?;
+        Some(&self.text[start..end])
+    }
+
+    /// How many groups, group 0 included.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
     }
 }
 
@@ -409,6 +489,36 @@ mod tests {
     }
 
     /// Syntax Oniguruma takes and Rust's regex crate refused (the public configs' cases).
+    #[test]
+    fn captures_iter_on_both_engines() {
+        for (pattern, engine) in [
+            (r"(\w+)=(?!x)(\d+)?", "pcre2"),
+            ("([a-z]+)=([0-9]+)?", "regex"),
+        ] {
+            let re = Regex::new(pattern).unwrap();
+            assert_eq!(re.engine(), engine, "{pattern}");
+            let found: Vec<(Option<&str>, Option<&str>)> = re
+                .captures_iter("a=1 bb= c=33")
+                .map(|c| {
+                    let c = c.unwrap();
+                    assert_eq!(c.len(), 3);
+                    (c.get(1), c.get(2))
+                })
+                .collect();
+            assert_eq!(
+                found,
+                vec![
+                    (Some("a"), Some("1")),
+                    (Some("bb"), None),
+                    (Some("c"), Some("33"))
+                ],
+                "{pattern}"
+            );
+        }
+        let empty = Regex::new(r"(?=b)|x\h").unwrap();
+        assert_eq!(empty.captures_iter("abab").count(), 2);
+    }
+
     #[test]
     fn ruby_syntax_compiles_with_its_meaning() {
         let m = |p: &str, t: &str| Regex::new(p).unwrap().is_match(t);

@@ -1,8 +1,8 @@
 //! `kv`: parses `key=value` pairs out of a field, as logstash-filter-kv does.
 //!
-//! The scan is Logstash's own regex, built the same way from the options and run with the
-//! same leftmost-first backtracking semantics (fancy-regex, which hands lookaround-free parts
-//! to the `regex` crate's automata):
+//! The scan is Logstash's own regex, built the same way from the options and compiled as the
+//! Ruby regex it is ([`sluice_regex`]: `field_split_pattern` and `value_split_pattern` are
+//! Ruby syntax, with Ruby's meaning), with the same leftmost-first backtracking semantics:
 //! `KEY VALUE_SPLIT (VALUE)? (FIELD_SPLIT | end of line)`, where
 //! - KEY is a run of characters outside `value_split + field_split` (backslash escapes allowed),
 //!   or, when `field_split_pattern` / `value_split_pattern` is given, anything up to either;
@@ -21,10 +21,9 @@
 
 use std::time::{Duration, Instant};
 
-use fancy_regex::Regex as FancyRegex;
-use regex::Regex;
 use sluice_event::{Event, FieldRef, Template, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
+use sluice_regex::{Regex, Replacement};
 
 use crate::field::FieldName;
 
@@ -49,8 +48,8 @@ impl Transform {
 pub struct Kv {
     source: FieldName,
     target: Option<FieldName>,
-    scan: FancyRegex,
-    value_split: FancyRegex,
+    scan: Regex,
+    value_split: Regex,
     trim_key: Option<Regex>,
     trim_value: Option<Regex>,
     remove_char_key: Option<Regex>,
@@ -158,7 +157,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     let include_brackets = opts.boolean_or("include_brackets", true)?;
 
     let check = |opts: &Options, name: &str, re: &str| -> Result<(), ConfigError> {
-        FancyRegex::new(re)
+        Regex::new(re)
             .map(|_| ())
             .map_err(|e| opts.error(name, format!("invalid regex {re:?}: {e}")))
     };
@@ -197,13 +196,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     } else {
         until_class(&class_body(&field_split))
     });
-    let scan_text = format!("{key}{vsp}(?:{})?(?:(?:{fsp})|(?m:$))", values.join("|"));
-    let scan = FancyRegex::new(&scan_text).map_err(|e| {
+    let scan_text = format!("{key}{vsp}(?:{})?(?:(?:{fsp})|$)", values.join("|"));
+    let scan = Regex::new(&scan_text).map_err(|e| {
         opts.plugin_error(format!(
             "kv filter: the options make an invalid scan regex {scan_text:?}: {e}"
         ))
     })?;
-    let value_split_re = FancyRegex::new(&vsp)
+    let value_split_re = Regex::new(&vsp)
         .map_err(|e| opts.error("value_split", format!("invalid regex {vsp:?}: {e}")))?;
 
     let class_re =
@@ -213,7 +212,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
             };
             let body = class_body(&chars);
             let text = if trim {
-                format!("(?m)^[{body}]+|[{body}]+$")
+                format!("^[{body}]+|[{body}]+$")
             } else {
                 format!("[{body}]")
             };
@@ -307,10 +306,8 @@ struct Ctx {
 
 impl Kv {
     fn parse(&self, text: &str, ctx: &Ctx, kv: &mut Pairs) -> Result<(), Abort> {
-        match self.value_split.is_match(text) {
-            Ok(true) => {}
-            Ok(false) => return Ok(()),
-            Err(_) => return Err(Abort::Timeout),
+        if !self.value_split.is_match(text) {
+            return Ok(());
         }
         for caps in self.scan.captures_iter(text) {
             if ctx.deadline.is_some_and(|d| Instant::now() > d) {
@@ -318,18 +315,16 @@ impl Kv {
             }
             let caps = caps.map_err(|_| Abort::Timeout)?;
             let Some(key) = caps.get(1) else { continue };
-            let value = (2..caps.len())
-                .find_map(|i| caps.get(i))
-                .map_or("", |m| m.as_str());
+            let value = (2..caps.len()).find_map(|i| caps.get(i)).unwrap_or("");
             if value.is_empty() && !self.allow_empty_values {
                 continue;
             }
-            let mut key = key.as_str().to_owned();
+            let mut key = key.to_owned();
             if let Some(re) = &self.trim_key {
-                key = re.replace_all(&key, "").into_owned();
+                key = re.replace_all(&key, &Replacement::parse("")).into_owned();
             }
             if let Some(re) = &self.remove_char_key {
-                key = re.replace_all(&key, "").into_owned();
+                key = re.replace_all(&key, &Replacement::parse("")).into_owned();
             }
             if let Some(t) = self.transform_key {
                 key = t.apply(&key);
@@ -345,10 +340,10 @@ impl Kv {
             }
             let mut value = value.to_owned();
             if let Some(re) = &self.trim_value {
-                value = re.replace_all(&value, "").into_owned();
+                value = re.replace_all(&value, &Replacement::parse("")).into_owned();
             }
             if let Some(re) = &self.remove_char_value {
-                value = re.replace_all(&value, "").into_owned();
+                value = re.replace_all(&value, &Replacement::parse("")).into_owned();
             }
             if let Some(t) = self.transform_value {
                 value = t.apply(&value);
