@@ -171,6 +171,55 @@ fn generator_flushes_its_codec_at_the_end() {
     assert!(last["event"]["sequence"].is_null(), "{last}");
 }
 
+/// `charset` on the text codecs: other charsets are converted to UTF-8; bytes that are not
+/// UTF-8 under the default are escaped as Logstash escapes them, with its warning.
+#[test]
+fn codecs_convert_charsets_and_escape_invalid_utf8() {
+    let run = |codec: &str, input: &[u8]| {
+        let mut child = sluice()
+            .args([
+                "-e",
+                &format!("input {{ stdin {{ codec => {codec} }} }} output {{ stdout {{ codec => json_lines }} }}"),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            json_lines(&String::from_utf8_lossy(&out.stdout)),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (events, _) = run(r#"line { charset => "ISO-8859-1" }"#, b"\xE0 Montr\xE9al\n");
+    assert_eq!(events[0]["message"], "à Montréal");
+    let (events, _) = run(
+        r#"json_lines { charset => "CP1252" }"#,
+        b"{\"p\": \"\x80 5\"}\n",
+    );
+    assert_eq!(events[0]["p"], "€ 5");
+    let (events, log) = run("line", b"bad \xff\"q\"\n");
+    assert_eq!(events[0]["message"], r#"bad \xFF\"q\""#);
+    assert!(log.contains("different character encoding"), "{log}");
+    let out = sluice()
+        .args([
+            "-t",
+            "-e",
+            r#"input { stdin { codec => plain { charset => "KLINGON" } } }"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("charset"));
+}
+
 #[test]
 fn generator_to_file_delivers_every_event_once() {
     let dir = temp_dir("gen");

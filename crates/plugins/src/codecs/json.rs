@@ -4,26 +4,29 @@
 use sluice_event::{Event, FieldRef};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
+use super::charset::Charset;
 use super::json_events;
 
 /// `target`: where each document goes (see [`json_events`]).
 #[derive(Clone)]
 pub struct Json {
     target: Option<FieldRef>,
+    charset: Charset,
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
-    super::require_utf8(opts)?;
+    let charset = Charset::from_options(opts)?;
     crate::ecs::Ecs::from_options(opts)?;
     let target = super::json_target(opts)?;
-    Ok(Box::new(Json { target }))
+    Ok(Box::new(Json { target, charset }))
 }
 
 impl Codec for Json {
     fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
-        let text = data.trim_ascii();
+        let text = self.charset.decode(data);
+        let text = text.trim_ascii();
         if !text.is_empty() {
-            json_events(text, self.target.as_ref(), out);
+            json_events(text.as_bytes(), self.target.as_ref(), out);
         }
     }
 

@@ -3,6 +3,7 @@
 use sluice_event::{Event, FieldRef};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
+use super::charset::Charset;
 use super::json_events;
 
 #[derive(Clone)]
@@ -11,6 +12,7 @@ pub struct JsonLines {
     /// `target`: where each document goes (see [`json_events`]).
     target: Option<FieldRef>,
     pending: Vec<u8>,
+    charset: Charset,
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
@@ -18,21 +20,23 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     let &[delimiter] = delimiter.as_bytes() else {
         return Err(opts.error("delimiter", "must be a single character"));
     };
-    super::require_utf8(opts)?;
+    let charset = Charset::from_options(opts)?;
     crate::ecs::Ecs::from_options(opts)?;
     let target = super::json_target(opts)?;
     Ok(Box::new(JsonLines {
         delimiter,
         target,
         pending: Vec::new(),
+        charset,
     }))
 }
 
 impl JsonLines {
     fn line(&self, line: &[u8], out: &mut Vec<Event>) {
+        let line = self.charset.decode(line);
         let line = line.trim_ascii();
         if !line.is_empty() {
-            json_events(line, self.target.as_ref(), out);
+            json_events(line.as_bytes(), self.target.as_ref(), out);
         }
     }
 }
@@ -74,6 +78,7 @@ impl Codec for JsonLines {
             delimiter: self.delimiter,
             target: self.target.clone(),
             pending: Vec::new(),
+            charset: self.charset,
         })
     }
 }
@@ -88,6 +93,7 @@ mod tests {
             delimiter: b'\n',
             target: None,
             pending: Vec::new(),
+            charset: Charset::Utf8,
         };
         let mut out = Vec::new();
         c.decode(b"{\"a\":1}\n{bad}\n{\"b\"", &mut out);
@@ -107,6 +113,7 @@ mod tests {
             delimiter: b'\n',
             target: Some(target.clone()),
             pending: Vec::new(),
+            charset: Charset::Utf8,
         };
         let mut out = Vec::new();
         c.decode(

@@ -4,6 +4,7 @@
 use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
+use super::charset::Charset;
 use super::{format_event, text_event};
 use crate::ecs::Ecs;
 
@@ -13,6 +14,7 @@ pub struct Line {
     format: Option<Template>,
     ecs: Ecs,
     pending: Vec<u8>,
+    charset: Charset,
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
@@ -20,19 +22,19 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     if delimiter.is_empty() {
         return Err(opts.error("delimiter", "must not be empty"));
     }
-    super::require_utf8(opts)?;
     Ok(Box::new(Line {
         delimiter: delimiter.into_bytes(),
         format: opts.string("format")?.map(|f| Template::parse(&f)),
         ecs: Ecs::from_options(opts)?,
         pending: Vec::new(),
+        charset: Charset::from_options(opts)?,
     }))
 }
 
 impl Line {
     fn emit(&self, bytes: &[u8], out: &mut Vec<Event>) {
         out.push(text_event(
-            String::from_utf8_lossy(bytes).into_owned(),
+            self.charset.decode(bytes).into_owned(),
             self.ecs,
         ));
     }
@@ -103,6 +105,7 @@ mod tests {
             format: None,
             ecs: Ecs::Disabled,
             pending: Vec::new(),
+            charset: Charset::Utf8,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Codecs: bytes ⇄ events. Decoders keep partial input between calls; encoders append to a
 //! caller's buffer so an output can encode a whole batch into one write.
 
+pub mod charset;
 pub mod dots;
 pub mod json;
 pub mod json_lines;
@@ -11,22 +12,6 @@ pub mod rubydebug;
 use sluice_event::{Event, FieldRef, Template, Value};
 
 use crate::ecs::Ecs;
-
-/// The `charset` option: only UTF-8 is supported, and saying otherwise is a config error
-/// rather than silently mis-decoding.
-pub fn require_utf8(
-    opts: &mut sluice_pipeline::Options,
-) -> Result<(), sluice_pipeline::ConfigError> {
-    let charset = opts.string_or("charset", "UTF-8")?;
-    if charset.eq_ignore_ascii_case("UTF-8") {
-        Ok(())
-    } else {
-        Err(opts.error(
-            "charset",
-            format!("only UTF-8 is supported, got {charset:?}"),
-        ))
-    }
-}
 
 /// Logstash's `Event#to_s`: `"<@timestamp> <host> <message>"`, used by `line` and `plain`
 /// when no `format` is given.

@@ -4,6 +4,7 @@
 use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
+use super::charset::Charset;
 use super::{format_event, text_event};
 use crate::ecs::Ecs;
 
@@ -11,30 +12,32 @@ use crate::ecs::Ecs;
 pub struct Plain {
     format: Option<Template>,
     ecs: Ecs,
+    charset: Charset,
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
-    super::require_utf8(opts)?;
     Ok(Box::new(Plain {
         format: opts.string("format")?.map(|f| Template::parse(&f)),
         ecs: Ecs::from_options(opts)?,
+        charset: Charset::from_options(opts)?,
     }))
 }
 
 impl Plain {
     /// A plain codec with no `format`.
     pub fn new(ecs: Ecs) -> Plain {
-        Plain { format: None, ecs }
+        Plain {
+            format: None,
+            ecs,
+            charset: Charset::Utf8,
+        }
     }
 }
 
 impl Codec for Plain {
     fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
         if !data.is_empty() {
-            out.push(text_event(
-                String::from_utf8_lossy(data).into_owned(),
-                self.ecs,
-            ));
+            out.push(text_event(self.charset.decode(data).into_owned(), self.ecs));
         }
     }
 
