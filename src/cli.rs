@@ -52,6 +52,14 @@ pub struct Cli {
     /// Log level: fatal, error, warn, info, debug or trace.
     #[arg(long = "log.level", value_name = "LEVEL", global = true)]
     pub log_level: Option<String>,
+
+    /// Log format: plain or json (Logstash's JSON log lines).
+    #[arg(long = "log.format", value_name = "FORMAT")]
+    pub log_format: Option<String>,
+
+    /// Also write the log to a rolled file in this directory (logstash-plain.log).
+    #[arg(long = "path.logs", value_name = "DIR")]
+    pub path_logs: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

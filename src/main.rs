@@ -22,7 +22,10 @@ fn main() -> ExitCode {
             action: cli::ConfigAction::Parse(src),
         }) => run::config_parse(src),
         Some(cli::Command::Queue { action }) => {
-            log::init(args.log_level.as_deref());
+            let _ = log::init(&log::LogOptions {
+                level: args.log_level.as_deref(),
+                ..Default::default()
+            });
             run::queue_tool(action)
         }
         None => run::run(&args),

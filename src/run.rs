@@ -34,12 +34,28 @@ pub fn config_parse(args: &ParseArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the effective user is root.
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 pub fn run(args: &Cli) -> Result<(), String> {
     let mut settings = match &args.path_settings {
         Some(dir) => sluice_config::settings::load_settings(dir).map_err(|e| e.to_string())?,
         None => Settings::default(),
     };
-    crate::log::init(args.log_level.as_deref().or(settings.log_level.as_deref()));
+    crate::log::init(&crate::log::LogOptions {
+        level: args.log_level.as_deref().or(settings.log_level.as_deref()),
+        format: args
+            .log_format
+            .as_deref()
+            .or(settings.log_format.as_deref()),
+        path: args.path_logs.as_deref().or(settings.path_logs.as_deref()),
+    })?;
+    if settings.allow_superuser == Some(false) && running_as_root() {
+        return Err("sluice cannot be run as superuser: allow_superuser is false".into());
+    }
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }
@@ -53,7 +69,7 @@ pub fn run(args: &Cli) -> Result<(), String> {
 
     let initial = specs(args, &settings)?;
     let mut agent = Agent::new(sluice_plugins::registry(), path_data);
-    if args.test_and_exit {
+    if args.test_and_exit || settings.config_test_and_exit == Some(true) {
         for spec in &initial {
             let loaded = spec.load()?;
             graph::compile(&loaded.config, &agent.registry_for(spec)).map_err(|e| e.to_string())?;

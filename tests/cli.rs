@@ -220,6 +220,81 @@ fn codecs_convert_charsets_and_escape_invalid_utf8() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("charset"));
 }
 
+/// `log.format: json` logs Logstash's JSON lines; `path.logs` writes them to
+/// logstash-json.log as well; `config.test_and_exit` and `allow_superuser` in the settings
+/// file act as Logstash's do.
+#[test]
+fn logging_and_startup_settings_from_the_settings_file() {
+    let dir = temp_dir("log-settings");
+    let logs = dir.join("logs");
+    std::fs::write(
+        dir.join("logstash.yml"),
+        format!("log.format: json\npath.logs: {}\n", logs.display()),
+    )
+    .unwrap();
+    let config = "input { generator { count => 1 } } filter { json { source => message } } output { null {} }";
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--path.settings", dir.to_str().unwrap(), "-e", config])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // The json filter warns about "Hello world!": one record at least, in Logstash's shape.
+    assert!(!lines.is_empty(), "{stderr}");
+    for l in &lines {
+        assert!(l["level"].is_string() && l["loggerName"].is_string(), "{l}");
+        assert!(l["timeMillis"].is_i64() && l["thread"].is_string(), "{l}");
+        assert!(l["logEvent"]["message"].is_string(), "{l}");
+    }
+    let file = std::fs::read_to_string(logs.join("logstash-json.log")).unwrap();
+    assert_eq!(file.lines().count(), lines.len(), "{file}");
+
+    std::fs::write(dir.join("logstash.yml"), "config.test_and_exit: true\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "--path.settings",
+            dir.to_str().unwrap(),
+            "-e",
+            "input { stdin {} }",
+        ])
+        .stdin(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Configuration OK\n");
+
+    std::fs::write(dir.join("logstash.yml"), "allow_superuser: false\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--path.settings", dir.to_str().unwrap(), "-e", config])
+        .output()
+        .unwrap();
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    assert_eq!(
+        out.status.success(),
+        !root,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if root {
+        assert!(String::from_utf8_lossy(&out.stderr).contains("superuser"));
+    }
+}
+
 #[test]
 fn generator_to_file_delivers_every_event_once() {
     let dir = temp_dir("gen");
