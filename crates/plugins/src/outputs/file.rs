@@ -5,16 +5,20 @@
 //! batch is in the operating system's hands before it is acked. A batch is written whole or
 //! not at all: when a write fails part-way (a full disk), every file the batch went to is cut
 //! back to where it stood before, so the retried batch is written once and no line is left
-//! torn. Open files are kept in a map;
-//! a file deleted from under us is recreated (`create_if_deleted`). Events whose path renders
+//! torn. Open files are kept in a map; every `stale_cleanup_interval` (10 s) the files no
+//! batch wrote to since the last cleanup are closed, so a dated path does not keep one handle
+//! per day open. A file deleted from under us is recreated (`create_if_deleted`). There is no
+//! write buffer: each batch is handed to the operating system before it is acked, which meets
+//! any `flush_interval` (Logstash's bound on how long written events may wait in its buffer). Events whose path renders
 //! with unresolved references or `..` go to `filename_failure` in the same directory as
 //! Logstash does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
@@ -26,12 +30,35 @@ pub struct FileOutput {
     filename_failure: String,
     overwrite: bool,
     create_if_deleted: bool,
+    stale_cleanup: Duration,
     state: Mutex<State>,
 }
 
 struct State {
     codec: Box<dyn Codec>,
     files: HashMap<PathBuf, File>,
+    /// Files written since the last stale cleanup.
+    active: HashSet<PathBuf>,
+    last_cleanup: Instant,
+}
+
+impl State {
+    /// Closes the files that no batch wrote to since the previous cleanup, once every
+    /// `interval`.
+    fn close_stale(&mut self, interval: Duration) {
+        if self.last_cleanup.elapsed() < interval {
+            return;
+        }
+        let active = std::mem::take(&mut self.active);
+        self.files.retain(|path, _| {
+            let keep = active.contains(path);
+            if !keep {
+                tracing::info!(path = %path.display(), "closing file: no events written for {interval:?}");
+            }
+            keep
+        });
+        self.last_cleanup = Instant::now();
+    }
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
@@ -40,8 +67,16 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         return Err(opts.error("gzip", "gzip output is not supported yet"));
     }
     let write_behavior = opts.choice("write_behavior", &["append", "overwrite"], "append")?;
-    opts.int("flush_interval")?;
-    opts.int("stale_cleanup_interval")?;
+    if opts.int("flush_interval")?.is_some_and(|i| i < 0) {
+        return Err(opts.error("flush_interval", "must be 0 or more seconds"));
+    }
+    let stale_cleanup = match opts.int("stale_cleanup_interval")? {
+        Some(i) if i <= 0 => {
+            return Err(opts.error("stale_cleanup_interval", "must be 1 or more seconds"))
+        }
+        Some(i) => Duration::from_secs(i as u64),
+        None => Duration::from_secs(10),
+    };
     for mode in ["dir_mode", "file_mode"] {
         if let Some(m) = opts.int(mode)? {
             if m != -1 {
@@ -62,9 +97,12 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         filename_failure: opts.string_or("filename_failure", "_filepath_failures")?,
         overwrite: write_behavior == "overwrite",
         create_if_deleted: opts.boolean_or("create_if_deleted", true)?,
+        stale_cleanup,
         state: Mutex::new(State {
             codec: opts.codec("json_lines")?,
             files: HashMap::new(),
+            active: HashSet::new(),
+            last_cleanup: Instant::now(),
         }),
     }))
 }
@@ -107,6 +145,7 @@ impl Output for FileOutput {
     fn write(&self, events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let st = &mut *st;
+        st.close_stale(self.stale_cleanup);
         // Group by path, keeping the batch's order within each file.
         let mut groups: Vec<(PathBuf, Vec<u8>)> = Vec::new();
         for e in events {
@@ -153,6 +192,7 @@ impl Output for FileOutput {
                 }
             };
             let (added, result) = write_counted(file, &buf);
+            st.active.insert(path.clone());
             written.push(Written {
                 path: path.clone(),
                 before,
@@ -230,5 +270,67 @@ fn roll_back(st: &mut State, written: &[Written]) {
                 "cannot take back the part of a failed batch already written ({e}); the retry may repeat those lines"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codecs::plain::Plain;
+    use crate::ecs::Ecs;
+    use sluice_event::Value;
+
+    /// A dated path opens a new file each day: the stale cleanup closes the ones no batch
+    /// wrote to since the previous cleanup, and a later event for one reopens it.
+    #[test]
+    fn stale_files_are_closed() {
+        let dir = std::env::temp_dir().join(format!("sluice-file-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = FileOutput {
+            path: Template::parse(&format!("{}/%{{day}}.log", dir.display())),
+            static_dir: dir.clone(),
+            filename_failure: "_filepath_failures".into(),
+            overwrite: false,
+            create_if_deleted: true,
+            stale_cleanup: Duration::from_millis(50),
+            state: Mutex::new(State {
+                codec: Box::new(Plain::new(Ecs::Disabled)),
+                files: HashMap::new(),
+                active: HashSet::new(),
+                last_cleanup: Instant::now(),
+            }),
+        };
+        let interrupted = std::sync::atomic::AtomicBool::new(false);
+        let write = |day: &str| {
+            let mut e = Event::with_message("x");
+            e.set_field("day", Value::from(day));
+            out.write(&[&e], &WriteContext::new(&interrupted)).unwrap();
+        };
+        let open = || {
+            let st = out.state.lock().unwrap();
+            let mut names: Vec<String> = st
+                .files
+                .keys()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        write("d1");
+        write("d2");
+        assert_eq!(open(), ["d1.log", "d2.log"]);
+        std::thread::sleep(Duration::from_millis(60));
+        // The cleanup runs first: both were written in the last interval, both stay.
+        write("d3");
+        assert_eq!(open(), ["d1.log", "d2.log", "d3.log"]);
+        std::thread::sleep(Duration::from_millis(60));
+        write("d3");
+        assert_eq!(open(), ["d3.log"]);
+        write("d1");
+        assert_eq!(open(), ["d1.log", "d3.log"]);
+        // Reopened for appending: both writes are there.
+        let text = std::fs::read_to_string(dir.join("d1.log")).unwrap();
+        assert_eq!(text.matches(" x").count(), 2, "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
