@@ -1,5 +1,5 @@
-//! Error types: [`ParseError`] (syntax, merge and substitution errors, all with a position)
-//! and [`LoadError`] (reading config files).
+//! Error types: [`ParseError`] (syntax, merge and substitution errors, all with a position),
+//! [`LoadError`] (reading config files) and [`SettingsError`] (settings and pipelines files).
 
 /// An error located in a config source: `file:line:column: message`.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -36,3 +36,50 @@ pub enum LoadError {
     #[error("the following config files are not UTF-8 encoded: {}", .0.join(", "))]
     NotUtf8(Vec<String>),
 }
+
+/// A settings or pipelines file error at `source_name:line:column` (1-based). `line` is 0
+/// when the error is about the whole file (e.g. it cannot be read); then the position is left
+/// out of the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsError {
+    pub source_name: String,
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+impl SettingsError {
+    pub(crate) fn new(
+        source_name: &str,
+        pos: crate::yaml::Pos,
+        message: impl Into<String>,
+    ) -> SettingsError {
+        SettingsError {
+            source_name: source_name.to_string(),
+            line: pos.line,
+            column: pos.column,
+            message: message.into(),
+        }
+    }
+
+    /// An error about a whole file (no position).
+    pub(crate) fn file(source_name: &str, message: impl Into<String>) -> SettingsError {
+        SettingsError::new(source_name, crate::yaml::Pos::default(), message)
+    }
+}
+
+impl std::fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.source_name, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.source_name, self.line, self.column, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for SettingsError {}

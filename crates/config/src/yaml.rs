@@ -9,7 +9,7 @@ use yaml_rust2::parser::{MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 use yaml_rust2::Event;
 
-use crate::settings::SettingsError;
+use crate::error::SettingsError;
 
 /// 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
