@@ -255,6 +255,7 @@ fn open_queue(spec: &Spec, path_data: &std::path::Path) -> Result<Arc<dyn EventQ
                 max_bytes: q.max_bytes,
                 checkpoint_acks: q.checkpoint_acks,
                 checkpoint_writes: q.checkpoint_writes,
+                checkpoint_retry: q.checkpoint_retry,
                 drain: q.drain,
             };
             let failed = |e: &dyn std::fmt::Display| {

@@ -6,7 +6,7 @@
 //!   …fields}}`.
 //! - **Files** ([`RollingFile`]): rolled as Logstash's log4j2 configuration rolls them, when
 //!   the day changes or the file passes 100 MiB, to `logstash-plain-YYYY-MM-DD-N.log.gz`
-//!   (gzip), keeping the 30 newest.
+//!   (gzip), keeping the 30 newest and none older than 7 days.
 //! - **Safety**: log records carry text that comes from events (a JSON parse failure quotes
 //!   the input, an output error names a path rendered from an event). [`LineWriter`] escapes
 //!   control characters inside a plain record (`\n` becomes `\\n`, and so on), so that an
@@ -267,9 +267,12 @@ impl FileState {
             })
             .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
             .collect();
-        if old.len() > KEEP_ROLLED {
-            old.sort();
-            for (_, path) in &old[..old.len() - KEEP_ROLLED] {
+        old.sort();
+        let expired = std::time::SystemTime::now() - std::time::Duration::from_secs(7 * 86_400);
+        let excess = old.len().saturating_sub(KEEP_ROLLED);
+        for (i, (modified, path)) in old.iter().enumerate() {
+            // Logstash's log4j2 setup: 30 rolled files at most, none older than 7 days.
+            if i < excess || *modified < expired {
                 let _ = fs::remove_file(path);
             }
         }

@@ -144,8 +144,14 @@ pub struct CheckpointStore {
     /// A rename of `checkpoint.tmp` whose directory sync failed: synced before the next write
     /// is relied on.
     dir_unsynced: bool,
+    /// `queue.checkpoint.retry`: retry a failed rename of `checkpoint.tmp`.
+    retry: bool,
     buf: Vec<u8>,
 }
+
+/// Pauses before each retry of a failed `checkpoint.tmp` rename (`queue.checkpoint.retry`):
+/// Logstash's `ExponentialBackoff(3)`, four more attempts, without its random extra wait.
+const RENAME_RETRY_PAUSES_MS: [u64; 4] = [0, 100, 200, 400];
 
 impl CheckpointStore {
     /// A store that continues after what `read` found.
@@ -166,8 +172,29 @@ impl CheckpointStore {
             next_generation: read.generation().map_or(1, |g| g + 1),
             exists: read.exists,
             dir_unsynced: false,
+            retry: true,
             buf: Vec::new(),
         })
+    }
+
+    /// `queue.checkpoint.retry` (on by default, as in Logstash 8.2+).
+    pub fn set_retry(&mut self, retry: bool) {
+        self.retry = retry;
+    }
+
+    /// Renames `checkpoint.tmp` over `checkpoint`, retrying as `queue.checkpoint.retry` says.
+    fn rename_into_place(&self) -> io::Result<()> {
+        let s = &*self.storage;
+        let mut result = s.rename(CHECKPOINT_TMP, CHECKPOINT_FILE);
+        if self.retry {
+            for pause in RENAME_RETRY_PAUSES_MS {
+                let Err(e) = &result else { break };
+                tracing::warn!("renaming checkpoint.tmp failed ({e}); retrying in {pause} ms");
+                std::thread::sleep(std::time::Duration::from_millis(pause));
+                result = s.rename(CHECKPOINT_TMP, CHECKPOINT_FILE);
+            }
+        }
+        result
     }
 
     /// Whether no checkpoint file exists at all (then no checkpoint lists any page).
@@ -237,7 +264,7 @@ impl CheckpointStore {
             let _ = s.remove(CHECKPOINT_TMP);
             return Err(e);
         }
-        s.rename(CHECKPOINT_TMP, CHECKPOINT_FILE)
+        self.rename_into_place()
             .context(|| "renaming checkpoint.tmp to checkpoint".into())?;
         // From here on the directory's checkpoint is the new file, synced or not, and its slot
         // `generation % 2` holds `generation`: the next write goes to the other slot.
@@ -278,6 +305,31 @@ mod tests {
     fn reopen(s: &SimStorage) -> (CheckpointStore, CheckpointRead) {
         let r = read(s).unwrap();
         (CheckpointStore::new(Arc::new(s.clone()), &r).unwrap(), r)
+    }
+
+    /// `queue.checkpoint.retry`: a rename that fails a few times is retried (four more
+    /// attempts); without retry, or past them, the write fails and the old checkpoint stays.
+    #[test]
+    fn failed_renames_are_retried_when_asked() {
+        let s = SimStorage::new();
+        let (mut store, _) = reopen(&s);
+        s.fail_next_renames(2);
+        store.write(&cp(1)).unwrap();
+        assert_eq!(read(&s).unwrap().current, Some((1, cp(1))));
+
+        let s = SimStorage::new();
+        let (mut store, _) = reopen(&s);
+        store.set_retry(false);
+        s.fail_next_renames(1);
+        assert!(store.write(&cp(1)).is_err());
+        assert!(!read(&s).unwrap().exists);
+
+        let s = SimStorage::new();
+        let (mut store, _) = reopen(&s);
+        s.fail_next_renames(5);
+        assert!(store.write(&cp(1)).is_err());
+        store.write(&cp(1)).unwrap();
+        assert_eq!(read(&s).unwrap().current, Some((1, cp(1))));
     }
 
     #[test]

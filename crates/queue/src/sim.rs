@@ -50,6 +50,8 @@ struct Faults {
     space_left: Mutex<Option<u64>>,
     fail_sync: AtomicBool,
     fail_dir_sync: AtomicBool,
+    /// How many of the next renames fail.
+    fail_renames: AtomicU64,
     /// How long a file sync takes, in microseconds (a disk's fsync latency).
     sync_micros: AtomicU64,
     writes: AtomicU64,
@@ -222,6 +224,12 @@ impl SimStorage {
     /// From now on directory syncs fail (or succeed again).
     pub fn set_fail_dir_sync(&self, fail: bool) {
         self.faults.fail_dir_sync.store(fail, Ordering::SeqCst);
+    }
+
+    /// Makes the next `count` renames fail (as Windows' ATOMIC_MOVE does while another
+    /// process holds the file).
+    pub fn fail_next_renames(&self, count: u64) {
+        self.faults.fail_renames.store(count, Ordering::SeqCst);
     }
 
     pub fn set_fail_sync(&self, fail: bool) {
@@ -408,6 +416,16 @@ impl Storage for SimStorage {
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let failing = self.faults.fail_renames.load(Ordering::SeqCst);
+        if failing > 0 {
+            self.faults
+                .fail_renames
+                .store(failing - 1, Ordering::SeqCst);
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "rename refused (simulated)",
+            ));
+        }
         let mut d = self.dir.lock().unwrap();
         if !d.current.contains_key(from) {
             return Err(io::Error::new(

@@ -42,6 +42,9 @@ pub struct QueueConfig {
     pub max_bytes: u64,
     pub checkpoint_acks: u64,
     pub checkpoint_writes: u64,
+    /// `queue.checkpoint.retry`: retry a checkpoint file's failed rename (Logstash's
+    /// `FileCheckpointIO` retries its move).
+    pub checkpoint_retry: bool,
     pub drain: bool,
 }
 
@@ -53,6 +56,7 @@ impl Default for QueueConfig {
             max_bytes: 1024 << 20,
             checkpoint_acks: 1024,
             checkpoint_writes: 1024,
+            checkpoint_retry: true,
             drain: false,
         }
     }
@@ -253,6 +257,7 @@ impl PersistedQueue {
         let recovered = crate::recovery::recover(storage.as_ref())?;
         let mut checkpoints =
             CheckpointStore::new(Arc::clone(&storage), &recovered.checkpoint).map_err(fail)?;
+        checkpoints.set_retry(cfg.checkpoint_retry);
         let mut pages: VecDeque<PageState> = recovered
             .pages
             .iter()
