@@ -164,6 +164,7 @@ fn counters_are_exact_after_a_known_number_of_events() {
 filter {
   if [event][sequence] >= 7000 { drop { id => "dropper" } }
   mutate { id => "tagger" add_tag => ["seen"] }
+  mutate { id => "quiet" enable_metric => false add_tag => ["quiet"] }
 }
 output { null { id => "sink" } }"#;
     let sluice = Sluice::start(&dir, "", "", &["-w", "2", "-e", config]);
@@ -211,6 +212,11 @@ output { null { id => "sink" } }"#;
         (&tagger["events"]["in"], &tagger["events"]["out"]),
         (&7000.into(), &7000.into())
     );
+    // `enable_metric => false`: Logstash's null metric, no name and nothing counted.
+    let quiet = plugin("filters", "quiet");
+    assert_eq!(quiet.get("name"), None, "{quiet}");
+    assert_eq!(quiet["events"]["in"], 0, "{quiet}");
+    assert_eq!(quiet["events"].get("out"), None, "{quiet}");
     let sink = plugin("outputs", "sink");
     assert_eq!(
         (&sink["events"]["in"], &sink["events"]["out"]),

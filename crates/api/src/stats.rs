@@ -408,8 +408,14 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
             })
         })
         .collect();
-    for (entry, counters) in inputs.iter_mut().zip(&t.view.metrics.input_counters) {
-        if let (Some(c), Value::Object(entry)) = (counters, entry) {
+    // `enable_metric => false` drops a plugin's own counters (Logstash's null metric); the
+    // pipeline's counts of its events stay, as in Logstash.
+    for ((entry, counters), p) in inputs
+        .iter_mut()
+        .zip(&t.view.metrics.input_counters)
+        .zip(&plugins.inputs)
+    {
+        if let (Some(c), Value::Object(entry), true) = (counters, entry, p.metrics) {
             for (path, n) in c.snapshot() {
                 insert_dotted(entry, &path, n);
             }
@@ -440,6 +446,13 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
             .collect::<Vec<Value>>()
     };
     let mut filters = worker_plugin(&plugins.filters, |s| &s.totals.filters);
+    // A filter with `enable_metric => false` counts through Logstash's null metric: no name,
+    // and only the `in` and `duration_in_millis` the pipeline creates, at 0.
+    for (entry, p) in filters.iter_mut().zip(&plugins.filters) {
+        if !p.metrics {
+            *entry = json!({"id": p.id, "events": {"in": 0, "duration_in_millis": 0}});
+        }
+    }
     // Beyond Logstash: a filter with `dlq_on_failure` counts what it sent to the DLQ.
     for (entry, n) in filters
         .iter_mut()
@@ -451,8 +464,12 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
         }
     }
     let mut outputs = worker_plugin(&plugins.outputs, |s| &s.totals.outputs);
-    for (entry, counters) in outputs.iter_mut().zip(&t.view.metrics.output_counters) {
-        if let (Some(c), Value::Object(entry)) = (counters, entry) {
+    for ((entry, counters), p) in outputs
+        .iter_mut()
+        .zip(&t.view.metrics.output_counters)
+        .zip(&plugins.outputs)
+    {
+        if let (Some(c), Value::Object(entry), true) = (counters, entry, p.metrics) {
             for (path, n) in c.snapshot() {
                 insert_dotted(entry, &path, n);
             }
@@ -461,7 +478,10 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
     let codecs: Vec<Value> = plugins
         .codecs
         .iter()
-        .map(|c| json!({"id": c.id, "name": c.name}))
+        .map(|c| match c.metrics {
+            true => json!({"id": c.id, "name": c.name}),
+            false => json!({"id": c.id}),
+        })
         .collect();
 
     let q = &now.queue;

@@ -125,14 +125,27 @@ impl Compiled {
 
     /// The plugins, as the monitoring API lists them.
     pub fn plugin_list(&self) -> PluginList {
-        let info = |id: &str, name: &str| PluginInfo {
+        let info = |id: &str, name: &str, metrics: bool| PluginInfo {
             id: id.to_owned(),
             name: name.to_owned(),
+            metrics,
         };
         PluginList {
-            inputs: self.inputs.iter().map(|i| info(&i.id, &i.name)).collect(),
-            filters: self.filters.iter().map(|f| info(&f.id, &f.name)).collect(),
-            outputs: self.outputs.iter().map(|o| info(&o.id, &o.name)).collect(),
+            inputs: self
+                .inputs
+                .iter()
+                .map(|i| info(&i.id, &i.name, i.metrics))
+                .collect(),
+            filters: self
+                .filters
+                .iter()
+                .map(|f| info(&f.id, &f.name, f.metrics))
+                .collect(),
+            outputs: self
+                .outputs
+                .iter()
+                .map(|o| info(&o.id, &o.name, o.metrics))
+                .collect(),
             codecs: (self.inputs.iter().flat_map(|i| &i.codecs))
                 .chain(self.outputs.iter().flat_map(|o| &o.codecs))
                 .cloned()
@@ -194,7 +207,8 @@ impl FilterChain {
             filters: vec![
                 PluginInfo {
                     id: String::new(),
-                    name: String::new()
+                    name: String::new(),
+                    metrics: true,
                 };
                 filters.len()
             ],

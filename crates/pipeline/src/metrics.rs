@@ -178,6 +178,10 @@ pub struct PluginInfo {
     /// The `id` option, or `name@line:column` when there is none.
     pub id: String,
     pub name: String,
+    /// `enable_metric` (default true). When false the API reports the plugin as Logstash's
+    /// null metric leaves it: a filter or codec without its name and counts, an input or
+    /// output without its own counters.
+    pub metrics: bool,
 }
 
 /// The plugins of a pipeline, in config order.
@@ -307,6 +311,7 @@ mod tests {
 
     fn info(id: &str) -> PluginInfo {
         PluginInfo {
+            metrics: true,
             id: id.to_owned(),
             name: id.to_owned(),
         }

@@ -444,11 +444,8 @@ impl<'a> Options<'a> {
         if let Some((_, to)) = replace.iter().find(|(from, _)| *from == p.name) {
             p.name = (*to).to_owned();
         }
-        let (id, codec) = registry.build_codec_with_id(&p.source, &p)?;
-        self.codecs.push(crate::metrics::PluginInfo {
-            id,
-            name: p.name.clone(),
-        });
+        let (info, codec) = registry.build_codec_with_info(&p.source, &p)?;
+        self.codecs.push(info);
         Ok(codec)
     }
 
@@ -465,7 +462,7 @@ impl<'a> Options<'a> {
             source: self.source.to_owned(),
         };
         self.registry
-            .build_codec_with_id(self.source, &p)
+            .build_codec_with_info(self.source, &p)
             .map(|(_, c)| c)
     }
 

@@ -82,6 +82,8 @@ impl FilterCommon {
 
 pub struct BuiltFilter {
     pub id: String,
+    /// `enable_metric`.
+    pub metrics: bool,
     /// The plugin's name (`mutate`, ...).
     pub name: String,
     pub filter: Box<dyn Filter>,
@@ -90,6 +92,8 @@ pub struct BuiltFilter {
 
 pub struct BuiltInput {
     pub id: String,
+    /// `enable_metric`.
+    pub metrics: bool,
     pub name: String,
     /// The codec it decodes with, if any.
     pub codecs: Vec<PluginInfo>,
@@ -99,6 +103,8 @@ pub struct BuiltInput {
 
 pub struct BuiltOutput {
     pub id: String,
+    /// `enable_metric`.
+    pub metrics: bool,
     pub name: String,
     /// The codec it encodes with, if any.
     pub codecs: Vec<PluginInfo>,
@@ -198,17 +204,21 @@ impl Registry {
         )
     }
 
-    fn id(opts: &mut Options, p: &Plugin) -> Result<String, ConfigError> {
+    /// The plugin's id (the `id` option, or `name@line:column`) and its `enable_metric`.
+    fn id(opts: &mut Options, p: &Plugin) -> Result<(String, bool), ConfigError> {
         let id = opts.string("id")?;
-        opts.boolean("enable_metric")?;
-        Ok(id.unwrap_or_else(|| format!("{}@{}:{}", p.name, p.span.line, p.span.column)))
+        let metrics = opts.boolean_or("enable_metric", true)?;
+        Ok((
+            id.unwrap_or_else(|| format!("{}@{}:{}", p.name, p.span.line, p.span.column)),
+            metrics,
+        ))
     }
 
     pub fn build_input(&self, source: &str, p: &Plugin) -> Result<BuiltInput, ConfigError> {
         let ctor = find(&self.inputs, &p.name)
             .ok_or_else(|| self.unknown(source, p, PluginKind::Input))?;
         let mut opts = Options::new(source, p, PluginKind::Input, self)?;
-        let id = Self::id(&mut opts, p)?;
+        let (id, metrics) = Self::id(&mut opts, p)?;
         let decoration = InputDecoration {
             type_name: opts.string("type")?,
             tags: opts.string_list("tags")?.unwrap_or_default(),
@@ -219,6 +229,7 @@ impl Registry {
         opts.finish()?;
         Ok(BuiltInput {
             id,
+            metrics,
             name: p.name.clone(),
             codecs,
             input,
@@ -230,7 +241,7 @@ impl Registry {
         let ctor = find(&self.filters, &p.name)
             .ok_or_else(|| self.unknown(source, p, PluginKind::Filter))?;
         let mut opts = Options::new(source, p, PluginKind::Filter, self)?;
-        let id = Self::id(&mut opts, p)?;
+        let (id, metrics) = Self::id(&mut opts, p)?;
         opts.boolean("periodic_flush")?;
         let common = FilterCommon {
             add_field: template_pairs(opts.string_hash("add_field")?),
@@ -242,6 +253,7 @@ impl Registry {
         opts.finish()?;
         Ok(BuiltFilter {
             id,
+            metrics,
             name: p.name.clone(),
             filter,
             common: std::sync::Arc::new(common),
@@ -252,12 +264,13 @@ impl Registry {
         let ctor = find(&self.outputs, &p.name)
             .ok_or_else(|| self.unknown(source, p, PluginKind::Output))?;
         let mut opts = Options::new(source, p, PluginKind::Output, self)?;
-        let id = Self::id(&mut opts, p)?;
+        let (id, metrics) = Self::id(&mut opts, p)?;
         let output = ctor(&mut opts)?;
         let codecs = opts.take_codecs();
         opts.finish()?;
         Ok(BuiltOutput {
             id,
+            metrics,
             name: p.name.clone(),
             codecs,
             output,
@@ -265,21 +278,28 @@ impl Registry {
     }
 
     pub fn build_codec(&self, source: &str, p: &Plugin) -> Result<Box<dyn Codec>, ConfigError> {
-        self.build_codec_with_id(source, p).map(|(_, codec)| codec)
+        self.build_codec_with_info(source, p)
+            .map(|(_, codec)| codec)
     }
 
-    /// Builds a codec and tells its id (the `id` option, or `name@line:column`).
-    pub fn build_codec_with_id(
+    /// Builds a codec and tells how the monitoring API names it (its `id` option, or
+    /// `name@line:column`, and `enable_metric`).
+    pub fn build_codec_with_info(
         &self,
         source: &str,
         p: &Plugin,
-    ) -> Result<(String, Box<dyn Codec>), ConfigError> {
+    ) -> Result<(crate::metrics::PluginInfo, Box<dyn Codec>), ConfigError> {
         let ctor = find(&self.codecs, &p.name)
             .ok_or_else(|| self.unknown(source, p, PluginKind::Codec))?;
         let mut opts = Options::new(source, p, PluginKind::Codec, self)?;
-        let id = Self::id(&mut opts, p)?;
+        let (id, metrics) = Self::id(&mut opts, p)?;
         let codec = ctor(&mut opts)?;
         opts.finish()?;
-        Ok((id, codec))
+        let info = crate::metrics::PluginInfo {
+            id,
+            name: p.name.clone(),
+            metrics,
+        };
+        Ok((info, codec))
     }
 }
