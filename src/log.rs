@@ -180,11 +180,16 @@ struct FileState {
     day: String,
 }
 
-fn today() -> String {
+/// The UTC day (`YYYY-MM-DD`) of `t`.
+fn day_of(t: sluice_event::Timestamp) -> String {
     let mut s = String::new();
-    sluice_event::Timestamp::now().write_iso8601(&mut s);
+    t.write_iso8601(&mut s);
     s.truncate(10);
     s
+}
+
+fn today() -> String {
+    day_of(sluice_event::Timestamp::now())
 }
 
 impl RollingFile {
@@ -205,10 +210,7 @@ impl RollingFile {
                 let millis = t
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis() as i64);
-                let mut s = String::new();
-                sluice_event::Timestamp::from_millis(millis).write_iso8601(&mut s);
-                s.truncate(10);
-                s
+                day_of(sluice_event::Timestamp::from_millis(millis))
             })
             .unwrap_or_else(today);
         Ok(RollingFile {

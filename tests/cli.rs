@@ -11,7 +11,7 @@ fn sluice() -> Command {
     c
 }
 
-fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+fn run_with_stdin(args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
     let mut child = sluice()
         .args(args)
         .stdin(Stdio::piped())
@@ -23,7 +23,7 @@ fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
         .stdin
         .take()
         .unwrap()
-        .write_all(stdin.as_bytes())
+        .write_all(stdin.as_ref())
         .unwrap();
     child.wait_with_output().unwrap()
 }
@@ -176,18 +176,10 @@ fn generator_flushes_its_codec_at_the_end() {
 #[test]
 fn codecs_convert_charsets_and_escape_invalid_utf8() {
     let run = |codec: &str, input: &[u8]| {
-        let mut child = sluice()
-            .args([
-                "-e",
-                &format!("input {{ stdin {{ codec => {codec} }} }} output {{ stdout {{ codec => json_lines }} }}"),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let config = format!(
+            "input {{ stdin {{ codec => {codec} }} }} output {{ stdout {{ codec => json_lines }} }}"
+        );
+        let out = run_with_stdin(&["-e", &config], input);
         assert!(
             out.status.success(),
             "{}",

@@ -6,6 +6,31 @@
 
 use sluice_event::Value;
 
+/// `text` without its leading `+` or `-`, and whether that was a `-`.
+pub fn split_sign(text: &str) -> (bool, &str) {
+    match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    }
+}
+
+/// `text` after its `0x` / `0X`.
+fn strip_hex_prefix(text: &str) -> Option<&str> {
+    text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))
+}
+
+/// Ruby's rule for `_` in a run of digits: each one stands alone between two digits.
+fn underscores_between(s: &str) -> bool {
+    !s.starts_with('_') && !s.ends_with('_') && !s.contains("__")
+}
+
+/// An exponent's text: an optional sign, then decimal digits only.
+fn is_exponent(text: &str) -> bool {
+    let digits = split_sign(text).1;
+    !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit())
+}
+
 /// A decimal number as written: `digits × 10^exp`, sign apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decimal {
@@ -26,19 +51,9 @@ pub enum Syntax {
 
 impl Decimal {
     pub fn parse(text: &str, syntax: Syntax) -> Option<Decimal> {
+        let (negative, text) = split_sign(text);
         let b = text.as_bytes();
         let mut i = 0;
-        let negative = match b.first() {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
         let mut digits = String::new();
         let mut exp: i64 = 0;
         let mut seen_digit = false;
@@ -78,8 +93,7 @@ impl Decimal {
                 return None;
             }
             let rest = &text[i + 1..];
-            let unsigned = rest.strip_prefix(['+', '-']).unwrap_or(rest);
-            if unsigned.is_empty() || !unsigned.bytes().all(|c| c.is_ascii_digit()) {
+            if !is_exponent(rest) {
                 return None;
             }
             exp = exp.checked_add(rest.parse::<i64>().ok()?)?;
@@ -131,7 +145,7 @@ impl Decimal {
 /// followed by at least one digit, an optional exponent. Nothing else, not even a point
 /// without digits after it.
 pub fn ruby_float(text: &str) -> Option<f64> {
-    let body = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let (_, body) = split_sign(text);
     let (mantissa, exponent) = match body.find(['e', 'E']) {
         Some(at) => (&body[..at], Some(&body[at + 1..])),
         None => (body, None),
@@ -142,9 +156,7 @@ pub fn ruby_float(text: &str) -> Option<f64> {
     };
     let digits_ok = |s: &str| {
         !s.is_empty()
-            && !s.starts_with('_')
-            && !s.ends_with('_')
-            && !s.contains("__")
+            && underscores_between(s)
             && s.bytes().all(|c| c.is_ascii_digit() || c == b'_')
     };
     let int_ok = digits_ok(int) || (int.is_empty() && frac.is_some());
@@ -152,7 +164,7 @@ pub fn ruby_float(text: &str) -> Option<f64> {
         return None;
     }
     if let Some(e) = exponent {
-        if !digits_ok(e.strip_prefix(['+', '-']).unwrap_or(e)) {
+        if !digits_ok(split_sign(e).1) {
             return None;
         }
     }
@@ -161,15 +173,9 @@ pub fn ruby_float(text: &str) -> Option<f64> {
 
 /// Ruby's `Integer(text)` for `[+-]0x…` text: hexadecimal digits (`_` between two).
 pub fn ruby_hex_integer(text: &str) -> Option<Value> {
-    let (negative, body) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let hex = body
-        .strip_prefix("0x")
-        .or_else(|| body.strip_prefix("0X"))?;
-    if hex.is_empty() || hex.starts_with('_') || hex.ends_with('_') || hex.contains("__") {
+    let (negative, body) = split_sign(text);
+    let hex = strip_hex_prefix(body)?;
+    if hex.is_empty() || !underscores_between(hex) {
         return None;
     }
     let mut n: i128 = 0;
@@ -182,14 +188,8 @@ pub fn ruby_hex_integer(text: &str) -> Option<Value> {
 /// Ruby's `Float(text)` for `[+-]0x…` text: C's hexadecimal floating point (`0x1.8p1` = 3.0,
 /// `0x7b` = 123.0), the binary exponent optional.
 pub fn ruby_hex_float(text: &str) -> Option<f64> {
-    let (negative, body) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let hex = body
-        .strip_prefix("0x")
-        .or_else(|| body.strip_prefix("0X"))?;
+    let (negative, body) = split_sign(text);
+    let hex = strip_hex_prefix(body)?;
     let (mantissa, exponent) = match hex.find(['p', 'P']) {
         Some(at) => (&hex[..at], Some(&hex[at + 1..])),
         None => (hex, None),
@@ -208,8 +208,7 @@ pub fn ruby_hex_float(text: &str) -> Option<f64> {
         scale /= 16.0;
     }
     if let Some(e) = exponent {
-        let unsigned = e.strip_prefix(['+', '-']).unwrap_or(e);
-        if unsigned.is_empty() || !unsigned.bytes().all(|c| c.is_ascii_digit()) {
+        if !is_exponent(e) {
             return None;
         }
         value *= 2f64.powi(e.parse::<i32>().ok()?);

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Datelike, Timelike, Utc};
 
 use super::locale::{day_name, month_name};
-use super::pattern::{tokenize, Token};
+use super::pattern::{render, tokenize, Token};
 
 /// A compiled Joda pattern.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,12 +25,7 @@ impl JodaFormat {
 
     /// Formats `dt` (UTC) into `out`.
     pub fn format_into(&self, dt: &DateTime<Utc>, out: &mut String) {
-        for t in &self.tokens {
-            match t {
-                Token::Literal(s) => out.push_str(s),
-                Token::Letters(c, n) => format_field(*c, *n, dt, out),
-            }
-        }
+        render(&self.tokens, out, |c, n, out| format_field(c, n, dt, out));
     }
 
     pub fn format(&self, dt: &DateTime<Utc>) -> String {

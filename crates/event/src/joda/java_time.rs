@@ -17,7 +17,7 @@ use chrono::{DateTime, Datelike, Timelike, Utc};
 use super::calendar::days_from_civil;
 use super::locale::{day_name, month_name};
 use super::parse::PatternError;
-use super::pattern::{tokenize_java, Token};
+use super::pattern::{render, tokenize_java, Token};
 
 /// A compiled java.time pattern.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,12 +68,7 @@ impl JavaTimeFormat {
 
     /// Formats `dt` (UTC) into `out`.
     pub fn format_into(&self, dt: &DateTime<Utc>, out: &mut String) {
-        for t in &self.tokens {
-            match t {
-                Token::Literal(s) => out.push_str(s),
-                Token::Letters(c, n) => format_field(*c, *n, dt, out),
-            }
-        }
+        render(&self.tokens, out, |c, n, out| format_field(c, n, dt, out));
     }
 
     pub fn format(&self, dt: &DateTime<Utc>) -> String {

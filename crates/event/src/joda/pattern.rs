@@ -8,6 +8,22 @@ pub(super) enum Token {
     Literal(String),
 }
 
+/// How many times `chars[i]` repeats from `i` on (a pattern letter's count).
+fn run_length(chars: &[char], i: usize) -> usize {
+    chars[i..].iter().take_while(|&&c| c == chars[i]).count()
+}
+
+/// Writes a formatter's `tokens`: literals as they are, each run of `n` letters `c` through
+/// `field(c, n, out)`.
+pub(super) fn render(tokens: &[Token], out: &mut String, field: impl Fn(char, usize, &mut String)) {
+    for t in tokens {
+        match t {
+            Token::Literal(s) => out.push_str(s),
+            Token::Letters(c, n) => field(*c, *n, out),
+        }
+    }
+}
+
 /// Splits a pattern as Joda's `DateTimeFormat.parseToken` does: runs of one letter, and runs
 /// of other text (quoted parts included, `''` being a quote).
 pub(super) fn tokenize(pattern: &str) -> Vec<Token> {
@@ -17,10 +33,7 @@ pub(super) fn tokenize(pattern: &str) -> Vec<Token> {
     while i < chars.len() {
         let c = chars[i];
         if c.is_ascii_alphabetic() {
-            let mut n = 1;
-            while i + n < chars.len() && chars[i + n] == c {
-                n += 1;
-            }
+            let n = run_length(&chars, i);
             tokens.push(Token::Letters(c, n));
             i += n;
         } else {
@@ -60,10 +73,7 @@ pub(super) fn tokenize_java(pattern: &str) -> Result<Vec<Token>, PatternError> {
     while i < chars.len() {
         let c = chars[i];
         if c.is_ascii_alphabetic() {
-            let mut n = 1;
-            while i + n < chars.len() && chars[i + n] == c {
-                n += 1;
-            }
+            let n = run_length(&chars, i);
             if !literal.is_empty() {
                 tokens.push(Token::Literal(std::mem::take(&mut literal)));
             }

@@ -79,19 +79,17 @@ impl Charset {
                     Cow::Owned(escaped)
                 }
             },
-            Charset::Latin1 => match std::str::from_utf8(bytes) {
-                Ok(text) if text.is_ascii() => Cow::Borrowed(text),
-                _ => Cow::Owned(bytes.iter().map(|&b| b as char).collect()),
-            },
-            Charset::Ascii => match std::str::from_utf8(bytes) {
-                Ok(text) if text.is_ascii() => Cow::Borrowed(text),
-                _ => Cow::Owned(
-                    bytes
-                        .iter()
-                        .map(|&b| if b.is_ascii() { b as char } else { '\u{fffd}' })
-                        .collect(),
-                ),
-            },
+            // ASCII reads the same in both: no copy.
+            Charset::Latin1 | Charset::Ascii if bytes.is_ascii() => {
+                Cow::Borrowed(std::str::from_utf8(bytes).unwrap_or_default())
+            }
+            Charset::Latin1 => Cow::Owned(bytes.iter().map(|&b| b as char).collect()),
+            Charset::Ascii => Cow::Owned(
+                bytes
+                    .iter()
+                    .map(|&b| if b.is_ascii() { b as char } else { '\u{fffd}' })
+                    .collect(),
+            ),
             Charset::Whatwg(encoding) => encoding.decode_without_bom_handling(bytes).0,
         }
     }

@@ -204,7 +204,7 @@ fn number_from_text(text: &str, float: bool, eu: bool) -> Result<Value, String> 
     };
     let cleaned = text.trim().replace(',', "").to_lowercase();
     let t = cleaned.as_str();
-    let hex = t.strip_prefix(['+', '-']).unwrap_or(t).starts_with("0x");
+    let hex = numbers::split_sign(t).1.starts_with("0x");
     let invalid = || {
         let kind = if float { "Float" } else { "Integer" };
         format!("invalid value for {kind}(): {text:?}")

@@ -2,24 +2,15 @@
 
 use sluice_event::Value;
 
+use crate::numbers::split_sign;
+
 /// Ruby's `String#to_i`: leading blanks, a sign, digits (single `_` between digits allowed);
 /// 0 when there are none. Past `i64`, a float.
 pub fn ruby_to_i(s: &str) -> Value {
-    let b = s
-        .trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c'])
-        .as_bytes();
+    let (negative, digits) =
+        split_sign(s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']));
+    let b = digits.as_bytes();
     let mut i = 0;
-    let negative = match b.first() {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
     let mut n: i64 = 0;
     let mut big: Option<f64> = None;
     while i < b.len() {
