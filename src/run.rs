@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use sluice_config::settings::{PipelineOverrides, Settings};
 use sluice_config::ParseOptions;
+use sluice_pipeline::batch_metrics::SamplingMode;
 use sluice_pipeline::{graph, PipelineSettings};
 
 use crate::agent::{Agent, Source, Spec};
@@ -253,6 +254,10 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
         ps.batch_delay = d;
     }
     ps.unsafe_shutdown = o.unsafe_shutdown.unwrap_or(false);
+    if let Some(mode) = &o.batch_metrics {
+        // Validated when the settings were read.
+        ps.batch_metrics = SamplingMode::parse(mode).unwrap_or_default();
+    }
     // One worker keeps events in order; several cannot (as in Logstash, which refuses the
     // combination too).
     if o.ordered.as_deref() == Some("true") && ps.workers > 1 {

@@ -20,10 +20,6 @@ const EXCLUDED: &[(&str, &str)] = &[
         "there is no JVM; process figures are under `process`",
     ),
     (
-        "batch",
-        "Logstash's optional batch-size histograms (pipeline.batch.metrics.*), a setting sluice rejects as unsupported",
-    ),
-    (
         "plugins.codecs[].decode",
         "codecs are not timed: a clock read per decoded chunk would cost more than the decoding; their work counts in their input's figures",
     ),
@@ -83,7 +79,7 @@ fn stats_have_every_key_path_of_logstash() {
         )
     };
     let pipelines = format!(
-        "- pipeline.id: mem\n  config.string: '{}'\n- pipeline.id: disk\n  queue.type: persisted\n  config.string: '{}'\n",
+        "- pipeline.id: mem\n  pipeline.batch.metrics.sampling_mode: full\n  config.string: '{}'\n- pipeline.id: disk\n  queue.type: persisted\n  pipeline.batch.metrics.sampling_mode: full\n  config.string: '{}'\n",
         config("shape-mem"),
         config("shape-disk")
     );
@@ -148,6 +144,82 @@ fn stats_have_every_key_path_of_logstash() {
     assert_eq!(mem["queue"]["type"], "memory");
     assert_eq!(ours["pipelines"]["disk"]["queue"]["type"], "persisted");
     assert_eq!(ours["status"], "green");
+    assert!(mem["batch"]["byte_size"]["max"]["lifetime"].is_u64());
+    sluice.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn batch_metrics_measure_batches_as_logstash() {
+    let dir = temp_dir("batch");
+    // One event per batch, each of known size: `full` measures every batch, `minimal` (the
+    // default) about 2 in 100, `disabled` none. The `pipeline` inputs (nobody sends to them)
+    // keep the pipelines running after their generators are done.
+    let config = |name: &str, count: u32| {
+        format!(
+            "input {{ generator {{ count => {count} message => \"hello\" ecs_compatibility => disabled }} pipeline {{ address => \"api-batch-{name}\" }} }} output {{ null {{}} }}"
+        )
+    };
+    let pipelines = format!(
+        "- pipeline.id: full\n  pipeline.batch.metrics.sampling_mode: full\n  config.string: '{}'\n\
+         - pipeline.id: minimal\n  pipeline.batch.metrics.sampling_mode: minimal\n  config.string: '{}'\n\
+         - pipeline.id: off\n  config.string: '{}'\n",
+        config("full", 300),
+        config("minimal", 3000),
+        config("off", 300),
+    );
+    // Sluice-wide settings that pipelines.yml entries override.
+    let sluice_yml = "pipeline.batch.size: 1\npipeline.workers: 1\npipeline.batch.metrics.sampling_mode: disabled\n";
+    let sluice = Sluice::start(&dir, sluice_yml, &pipelines, &[]);
+    let stats = sluice.wait_for(60, "every event out", |s| {
+        out_of(s, "full") == 300 && out_of(s, "minimal") == 3000 && out_of(s, "off") == 300
+    });
+    // Each event: message "hello" 5, [event][original] (the plain codec's, ECS by the
+    // pipeline's setting) 5, @timestamp 12, @version "1" 1, sequence 8, the host name.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let bytes = 5 + 5 + 12 + 1 + 8 + host.trim().len() as u64;
+    assert!(bytes < 256, "sizes below 256 are exact in the histograms");
+
+    let full = &stats["pipelines"]["full"]["batch"];
+    assert_eq!(full["event_count"]["current"], 1, "{full:#}");
+    assert_eq!(full["byte_size"]["current"], bytes, "{full:#}");
+    for window in [
+        "lifetime",
+        "last_1_minute",
+        "last_5_minutes",
+        "last_15_minutes",
+    ] {
+        assert_eq!(
+            full["event_count"]["average"][window], 1,
+            "{window}: {full:#}"
+        );
+        assert_eq!(
+            full["byte_size"]["average"][window], bytes,
+            "{window}: {full:#}"
+        );
+        for p in ["p50", "p90", "max"] {
+            assert_eq!(
+                full["byte_size"][p][window], bytes,
+                "{p} {window}: {full:#}"
+            );
+        }
+        // Logstash gives event-count percentiles over the windows only.
+        let lifetime = window == "lifetime";
+        assert_eq!(full["event_count"]["p50"].get(window).is_none(), lifetime);
+        if !lifetime {
+            assert_eq!(full["event_count"]["p90"][window], 1, "{window}: {full:#}");
+        }
+    }
+    assert!(full["event_count"].get("max").is_none());
+
+    let minimal = &stats["pipelines"]["minimal"]["batch"];
+    assert_eq!(
+        minimal["byte_size"]["average"]["lifetime"], bytes,
+        "{minimal:#}"
+    );
+    assert_eq!(minimal["byte_size"]["current"], bytes, "{minimal:#}");
+    assert!(stats["pipelines"]["off"].get("batch").is_none());
+    assert!(stats["pipelines"]["off"]["events"]["out"] == 300);
     sluice.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

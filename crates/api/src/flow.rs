@@ -116,6 +116,7 @@ mod tests {
                 ..Totals::default()
             },
             queue: QueueFigures::default(),
+            batch: None,
         }
     }
 

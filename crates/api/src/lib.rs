@@ -15,6 +15,7 @@
 //! TLS. The agent registers its pipelines in a [`Registry`]; the API only reads counters.
 
 mod base64;
+mod batch;
 pub mod flow;
 pub mod node;
 pub mod prometheus;

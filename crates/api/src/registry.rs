@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use sluice_pipeline::batch_metrics::BatchFigures;
 use sluice_pipeline::metrics::{PipelineMetrics, Totals};
 use sluice_pipeline::queue::{EventQueue, QueueFigures};
 use sluice_pipeline::PipelineSettings;
@@ -37,6 +38,9 @@ pub struct Sample {
     pub at: Instant,
     pub totals: Totals,
     pub queue: QueueFigures,
+    /// Batch sizes measured so far (`None` when `pipeline.batch.metrics.sampling_mode` is
+    /// `disabled`).
+    pub batch: Option<BatchFigures>,
 }
 
 /// Reload outcomes of one pipeline id, kept across its restarts.
@@ -63,6 +67,7 @@ impl Tracked {
             at: Instant::now(),
             totals: self.view.metrics.totals(),
             queue: self.view.queue.figures(),
+            batch: self.view.metrics.batch.figures(),
         }
     }
 
@@ -115,6 +120,11 @@ impl Registry {
                 ..Totals::default()
             },
             queue: view.queue.figures(),
+            batch: view
+                .metrics
+                .batch
+                .figures()
+                .map(|_| BatchFigures::default()),
         };
         let tracked = Arc::new(Tracked {
             ephemeral_id: crate::node::random_uuid(),

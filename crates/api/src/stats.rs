@@ -4,8 +4,9 @@
 //! `http_address`, `id`, `name`, `ephemeral_id`, `status`, `snapshot`, `pipeline`), as
 //! Logstash's do. Logstash-only parts are absent: `jvm` (there is no JVM), per-codec
 //! `encode`/`decode` timings (codecs are not timed: a clock read per decoded chunk would cost
-//! more than the work), plugin-specific counters such as grok's `matches`/`failures`, and
-//! `batch` (Logstash's optional batch-size histograms, `pipeline.batch.metrics.*`).
+//! more than the work), and plugin-specific counters such as grok's `matches`/`failures`.
+//! A pipeline's `batch` section (`pipeline.batch.metrics.sampling_mode`) is built in
+//! [`crate::batch`].
 //! Sluice adds `queue.unacked_events` for persisted queues (events taken by workers and not
 //! yet acked, plus unread ones), `queue.lost_events` (events lost to damaged or missing queue
 //! files since start: every one of them is also logged with its sequence numbers), and
@@ -548,6 +549,9 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
     });
     if let (Some(dlq), Some(m)) = (&t.view.dead_letter_queue, stats.as_object_mut()) {
         m.insert("dead_letter_queue".into(), dead_letter_queue(dlq));
+    }
+    if let (Some(batch), Some(m)) = (crate::batch::batch_stats(&flows), stats.as_object_mut()) {
+        m.insert("batch".into(), batch);
     }
     stats
 }

@@ -14,7 +14,7 @@
 //! [`crate::settings`]: flat or nested, `${VAR}` substitution, typed values). Accepted per
 //! pipeline: `pipeline.id`, `path.config`, `config.string`, `config.support_escapes`,
 //! `pipeline.workers`, `pipeline.batch.size`, `pipeline.batch.delay`, `pipeline.ordered`,
-//! `pipeline.ecs_compatibility`, `pipeline.unsafe_shutdown`, `queue.type`, `path.queue`, `queue.page_capacity`,
+//! `pipeline.ecs_compatibility`, `pipeline.unsafe_shutdown`, `pipeline.batch.metrics.sampling_mode`, `queue.type`, `path.queue`, `queue.page_capacity`,
 //! `queue.max_events`, `queue.max_bytes`, `queue.checkpoint.acks`,
 //! `queue.checkpoint.writes`, `queue.checkpoint.retry`, `queue.drain`,
 //! `dead_letter_queue.enable`, `path.dead_letter_queue`, `dead_letter_queue.max_bytes`,

@@ -146,6 +146,7 @@ pipeline.batch.delay: 20
 pipeline.ordered: auto
 pipeline.ecs_compatibility: disabled
 pipeline.unsafe_shutdown: true
+pipeline.batch.metrics.sampling_mode: full
 queue.type: persisted
 path.queue: /var/lib/sluice/queue
 queue.page_capacity: 16mb
@@ -199,6 +200,7 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
             ordered: Some("auto".into()),
             ecs_compatibility: Some("disabled".into()),
             unsafe_shutdown: Some(true),
+            batch_metrics: Some("full".into()),
         }
     );
     assert_eq!(
@@ -350,6 +352,15 @@ fn type_errors_name_the_key_the_type_and_the_value_position() {
             &["`pipeline.batch.delay`", "milliseconds"],
         ),
         ("pipeline.batch.delay: -5", 1, 23, &["milliseconds"]),
+        (
+            "pipeline.batch.metrics.sampling_mode: sometimes",
+            1,
+            39,
+            &[
+                "`pipeline.batch.metrics.sampling_mode`",
+                "`disabled`, `minimal` or `full`",
+            ],
+        ),
         (
             "pipeline.ordered: maybe",
             1,

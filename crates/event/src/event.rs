@@ -145,6 +145,13 @@ impl Event {
         &self.metadata
     }
 
+    /// Bytes the event holds by Logstash's estimate (`Event.estimateMemory`): its fields'
+    /// and metadata's values (see [`Value::estimate_memory`]).
+    pub fn estimate_memory(&self) -> u64 {
+        crate::value::estimate_map_memory(&self.fields)
+            + crate::value::estimate_map_memory(&self.metadata)
+    }
+
     pub fn into_parts(self) -> (Map, Map) {
         (self.fields, self.metadata)
     }
@@ -342,6 +349,27 @@ mod tests {
         assert!(e.timestamp().is_some());
         assert_eq!(e.get(&r("@version")), Some(&"1".into()));
         assert_eq!(e.get(&r("message")), Some(&"hi".into()));
+    }
+
+    #[test]
+    fn memory_estimate_follows_logstash() {
+        // @timestamp 12, @version "1" 1, message "hi" 2.
+        let mut e = Event::with_message("hi");
+        assert_eq!(e.estimate_memory(), 15);
+        // Values only, keys never: "é" is 2 bytes, the array 8 + 1 + 12, the hash 8.
+        e.set(&r("[a][b]"), "é".into());
+        e.set(
+            &r("list"),
+            Value::Array(vec![Value::Float(1.5), Value::Bool(true), Value::Null]),
+        );
+        e.set(&r("[@metadata][n]"), Value::Int(-3));
+        assert_eq!(e.estimate_memory(), 15 + 2 + 21 + 8);
+        // Beyond 64 bits: BigInteger's bitLength rounded up to bytes, plus 4.
+        let big = |i: i128| Value::integer(i).estimate_memory();
+        assert_eq!(big(1 << 64), 9 + 4);
+        assert_eq!(big(-(1 << 64)), 8 + 4);
+        assert_eq!(big(i128::MAX), 16 + 4);
+        assert_eq!(big(i128::MIN), 16 + 4);
     }
 
     #[test]

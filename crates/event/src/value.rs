@@ -130,6 +130,28 @@ impl Value {
         }
     }
 
+    /// Bytes this value holds by Logstash's estimate (`ConvertedMap.estimateMemory`, used for
+    /// the `batch` byte sizes of `/_node/stats`): a string's UTF-8 length, 8 for an integer
+    /// or float, 1 for a boolean, 12 for a timestamp or null, an integer beyond 64 bits its
+    /// magnitude's bytes plus 4, and an array or hash the sum of its values (keys are not
+    /// counted).
+    pub fn estimate_memory(&self) -> u64 {
+        match self {
+            Value::Null => 12,
+            Value::Bool(_) => 1,
+            Value::Int(_) | Value::Float(_) => 8,
+            Value::BigInt(b) => {
+                let i = b.get();
+                let bits = 128 - if i < 0 { !i } else { i }.leading_zeros() as u64;
+                bits.div_ceil(8) + 4
+            }
+            Value::String(s) => s.len() as u64,
+            Value::Timestamp(_) => 12,
+            Value::Array(items) => items.iter().map(Value::estimate_memory).sum(),
+            Value::Object(m) => estimate_map_memory(m),
+        }
+    }
+
     /// Appends the string form Logstash's sprintf uses: strings as-is, numbers in Ruby's
     /// notation, arrays joined with `,`, hashes as JSON, null as nothing.
     pub fn write_display(&self, out: &mut String) {
@@ -168,6 +190,11 @@ impl Value {
             }
         }
     }
+}
+
+/// [`Value::estimate_memory`] of a hash: the sum of its values.
+pub fn estimate_map_memory(m: &Map) -> u64 {
+    m.values().map(Value::estimate_memory).sum()
 }
 
 /// Writes a float the way Ruby's `Float#to_s` does for ordinary values: always with a

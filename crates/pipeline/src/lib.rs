@@ -8,6 +8,7 @@
 //! through a [`graph::FilterChain`], route them to outputs and ack them. Knows no particular
 //! plugin: those live in `sluice-plugins`.
 
+pub mod batch_metrics;
 pub mod bus;
 pub mod condition;
 pub mod dead_letter;

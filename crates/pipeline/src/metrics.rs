@@ -211,6 +211,8 @@ pub struct PipelineMetrics {
     /// Per filter (config order): events it sent to the dead letter queue (`dlq_on_failure`);
     /// added to once per batch that had some.
     pub filter_dlq_routed: Box<[AtomicU64]>,
+    /// `pipeline.batch.metrics.*`: the sizes of the batches workers read.
+    pub batch: crate::batch_metrics::BatchMetrics,
 }
 
 impl Default for PipelineMetrics {
@@ -251,6 +253,7 @@ impl PipelineMetrics {
             output_counters: Vec::new(),
             input_counters: Vec::new(),
             filter_dlq_routed: (0..nf).map(|_| AtomicU64::new(0)).collect(),
+            batch: Default::default(),
         }
     }
 

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use sluice_event::Event;
 
+use crate::batch_metrics::{BatchMetrics, BatchSampler, SamplingMode};
 use crate::dead_letter::DeadLetterQueue;
 use crate::graph::{route, Compiled, FilterChain, Node};
 use crate::metrics::{Doing, PipelineMetrics};
@@ -38,6 +39,8 @@ pub struct PipelineSettings {
     /// The config refers to `[@metadata][replay_safe_id]`: the queue stamps it, and filters'
     /// new events get ids derived from it (see [`crate::queue::ReplayIds`]).
     pub replay_safe_ids: bool,
+    /// `pipeline.batch.metrics.sampling_mode`: which batches the `batch` stats measure.
+    pub batch_metrics: SamplingMode,
 }
 
 impl Default for PipelineSettings {
@@ -49,6 +52,7 @@ impl Default for PipelineSettings {
             batch_delay: Duration::from_millis(50),
             unsafe_shutdown: false,
             replay_safe_ids: false,
+            batch_metrics: SamplingMode::default(),
         }
     }
 }
@@ -101,6 +105,7 @@ pub fn start(
     let stopping = Arc::new(StopFlag::default());
     let stopping_passive = Arc::new(StopFlag::default());
     let mut metrics = PipelineMetrics::new(compiled.plugin_list(), settings.workers.max(1));
+    metrics.batch = BatchMetrics::new(settings.batch_metrics);
     metrics.output_counters = compiled
         .outputs
         .iter()
@@ -211,10 +216,14 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     // Without filters an event's memory is all its input's: hand it back to be freed there.
     // Filters (grok, geoip...) allocate most of an event in this thread: free it here.
     let recycle = chain.is_empty();
+    let mut sampler = BatchSampler::new(shared.metrics.batch.mode);
     while !shared.halted.load(Ordering::Relaxed) {
         let Some(batch) = shared.queue.read_batch(s.batch_size, s.batch_delay) else {
             break;
         };
+        if sampler.sample() {
+            shared.metrics.batch.record(&batch.events);
+        }
         let started = Instant::now();
         let since = started.duration_since(shared.metrics.started);
         activity.set(Doing::Filters, since, batch.events.len() as u64);

@@ -37,6 +37,7 @@
 //! | `pipeline.batch.delay` | [`PipelineOverrides::batch_delay`] | number of milliseconds |
 //! | `pipeline.ordered` | [`PipelineOverrides::ordered`] | `auto` `true` `false` |
 //! | `pipeline.unsafe_shutdown` | [`PipelineOverrides::unsafe_shutdown`] | boolean |
+//! | `pipeline.batch.metrics.sampling_mode` | [`PipelineOverrides::batch_metrics`] | `disabled` `minimal` `full` |
 //! | `pipeline.ecs_compatibility` | [`PipelineOverrides::ecs_compatibility`] | `disabled` `v1` `v8` |
 //! | `queue.type` | [`QueueOverrides::queue_type`] | `memory` `persisted` |
 //! | `path.queue` | [`QueueOverrides::path`] | path |
@@ -75,7 +76,7 @@
 //! `path.plugins`, `path.settings` (command line only), `pipeline.plugin_classloaders`,
 //! `pipeline.separate_logs`, `pipeline.reloadable`,
 //! `pipeline.system`, `pipeline.recoverable`, `pipeline.batch.output_chunking.*`,
-//! `pipeline.batch.metrics.*`, `pipeline.buffer.type`, `config.debug`,
+//! `pipeline.buffer.type`, `config.debug`,
 //! `config.field_reference.escape_style`, `metric.collect`, `slowlog.*`, `keystore.*`,
 //! `monitoring.*`, `otel.*`, `ssl.reload.automatic`, `log.format.json.*`, and the
 //! command-line-only `interactive`, `version`, `help`, `enable-local-plugin-development`.
@@ -248,6 +249,7 @@ pub(crate) fn apply_pipeline_key(
         "pipeline.ordered" => p.ordered = v.one_of(ORDERED)?,
         "pipeline.ecs_compatibility" => p.ecs_compatibility = v.one_of(ECS)?,
         "pipeline.unsafe_shutdown" => p.unsafe_shutdown = v.boolean()?,
+        "pipeline.batch.metrics.sampling_mode" => p.batch_metrics = v.one_of(SAMPLING_MODES)?,
         "queue.type" => {
             q.queue_type = v
                 .one_of(&["memory", "persisted"])?

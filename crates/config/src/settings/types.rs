@@ -83,6 +83,9 @@ pub struct PipelineOverrides {
     /// `pipeline.unsafe_shutdown` (default false): when a stop stalls on an output that does
     /// not return, exit anyway after the stall reports, losing what a memory queue holds.
     pub unsafe_shutdown: Option<bool>,
+    /// `pipeline.batch.metrics.sampling_mode`: `disabled`, `minimal` or `full` (default
+    /// `minimal`).
+    pub batch_metrics: Option<String>,
 }
 
 impl PipelineOverrides {
@@ -99,6 +102,7 @@ impl PipelineOverrides {
                 .clone()
                 .or_else(|| base.ecs_compatibility.clone()),
             unsafe_shutdown: self.unsafe_shutdown.or(base.unsafe_shutdown),
+            batch_metrics: (self.batch_metrics.clone()).or_else(|| base.batch_metrics.clone()),
         }
     }
 }

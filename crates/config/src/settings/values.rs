@@ -442,6 +442,7 @@ pub(super) fn parse_uint(t: &str) -> Option<u64> {
 
 pub(super) const LOG_LEVELS: &[&str] = &["fatal", "error", "warn", "info", "debug", "trace"];
 pub(super) const ORDERED: &[&str] = &["auto", "true", "false"];
+pub(super) const SAMPLING_MODES: &[&str] = &["disabled", "minimal", "full"];
 pub(super) const ECS: &[&str] = &["disabled", "v1", "v8"];
 pub(super) const REQUIRED_OPTIONAL: &[&str] = &["REQUIRED", "OPTIONAL"];
 pub(super) const TLS_PROTOCOLS: &[&str] = &["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"];
