@@ -171,6 +171,51 @@ fn generator_flushes_its_codec_at_the_end() {
     assert!(last["event"]["sequence"].is_null(), "{last}");
 }
 
+/// stdin with the multiline codec: a Java stack trace is one event, and with
+/// `auto_flush_interval` the last record comes out while standard input is still open.
+#[test]
+fn stdin_multiline_joins_stack_traces_and_auto_flushes() {
+    use std::io::{BufRead, BufReader};
+    let mut child = sluice()
+        .args([
+            "-e",
+            r#"input { stdin { codec => multiline { pattern => "^\s" what => previous auto_flush_interval => 0.5 } } }
+               output { stdout { codec => json_lines } }"#,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Should a record never come, the process is killed and the read below fails.
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(30));
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"Exception in thread main\n\tat a.B.c(B.java:1)\n\tat a.B.main(B.java:2)\nnext record\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    // Both records arrive with standard input still open: the second only by auto-flush.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut events = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        events.push(serde_json::from_str::<serde_json::Value>(&line).unwrap());
+    }
+    assert_eq!(
+        events[0]["message"],
+        "Exception in thread main\n\tat a.B.c(B.java:1)\n\tat a.B.main(B.java:2)"
+    );
+    assert_eq!(events[0]["tags"], serde_json::json!(["multiline"]));
+    assert_eq!(events[1]["message"], "next record");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
 /// `charset` on the text codecs: other charsets are converted to UTF-8; bytes that are not
 /// UTF-8 under the default are escaped as Logstash escapes them, with its warning.
 #[test]

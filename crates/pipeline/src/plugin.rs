@@ -185,6 +185,25 @@ pub trait Codec: Send {
     /// Decodes whatever is buffered, at end of input.
     fn flush(&mut self, _out: &mut Vec<Event>) {}
 
+    /// Decodes one line that a line-oriented input (the file input) already split off,
+    /// without its delimiter: Logstash hands such inputs' codecs one line per call. By
+    /// default the line is decoded and flushed at once (one event per line); codecs that
+    /// join lines (multiline) keep it until the record is complete.
+    fn decode_line(&mut self, line: &[u8], out: &mut Vec<Event>) {
+        self.decode(line, out);
+        self.flush(out);
+    }
+
+    /// How long a codec holds a partial record before [`Codec::flush_idle`] gives it out
+    /// (multiline's `auto_flush_interval`); `None` when it never does on time alone.
+    fn idle_flush_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Gives out a record held since more than [`Codec::idle_flush_interval`] without new
+    /// input. Inputs call it now and then (about every half interval) per stream.
+    fn flush_idle(&mut self, _now: std::time::Instant, _out: &mut Vec<Event>) {}
+
     /// Appends the encoded event to `out`.
     fn encode(&mut self, event: &Event, out: &mut Vec<u8>);
 

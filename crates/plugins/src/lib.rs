@@ -64,5 +64,6 @@ pub fn registry() -> Registry {
     r.add_codec("json_lines", codecs::json_lines::build);
     r.add_codec("rubydebug", codecs::rubydebug::build);
     r.add_codec("dots", codecs::dots::build);
+    r.add_codec("multiline", codecs::multiline::build);
     r
 }

@@ -216,6 +216,81 @@ pub fn ruby_hex_float(text: &str) -> Option<f64> {
     Some(if negative { -value } else { value })
 }
 
+/// A plugin option of Logstash's `bytes` type: Ruby's `Integer()` of the text (decimal,
+/// `0x`/`0b`/`0o`/leading-`0` octal, `_` between digits), else the Filesize gem's reading:
+/// a number then an optional space and a unit, `KiB`..`YiB` in powers of 1024 or `B`,
+/// `kB`..`YB` in powers of 1000 (any case: `"10 MiB"` = 10,485,760, `"2 mb"` = 2,000,000),
+/// the product truncated.
+pub fn filesize(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    if let Some(n) = ruby_integer(t) {
+        return u64::try_from(n).map_err(|_| format!("{text:?} is not a size in bytes"));
+    }
+    let lower = t.to_ascii_lowercase();
+    let bad = || {
+        format!("unparseable size {text:?} (expected bytes, or a number with a unit such as \"10 MiB\" or \"2 mb\")")
+    };
+    let body = lower.strip_suffix('b').ok_or_else(bad)?;
+    let (body, base) = match body.strip_suffix('i') {
+        Some(b) => (b, 1024f64),
+        None => (body, 1000f64),
+    };
+    let (number, power) = match body.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => {
+            let power = "kmgtpezy".find(c).ok_or_else(bad)? as i32 + 1;
+            (&body[..body.len() - 1], power)
+        }
+        _ if base == 1024.0 => return Err(bad()),
+        _ => (body, 0),
+    };
+    let number = number.strip_suffix(' ').unwrap_or(number);
+    if number.is_empty()
+        || !number
+            .bytes()
+            .all(|c| c.is_ascii_digit() || c == b',' || c == b'.')
+    {
+        return Err(bad());
+    }
+    // Ruby's `to_f`: the longest leading decimal number ("1,5" reads as 1).
+    let end = number
+        .char_indices()
+        .scan(false, |seen_point, (i, c)| match c {
+            '0'..='9' => Some(i + 1),
+            '.' if !*seen_point => {
+                *seen_point = true;
+                Some(i)
+            }
+            _ => None,
+        })
+        .last()
+        .unwrap_or(0);
+    let value: f64 = number[..end].parse().unwrap_or(0.0);
+    Ok((value * base.powi(power)) as u64)
+}
+
+/// Ruby's `Integer(text)`: an optional sign, then decimal digits, or `0x`, `0b`, `0o` or a
+/// leading `0` (octal) and their digits, `_` only between two digits.
+fn ruby_integer(text: &str) -> Option<i128> {
+    let (negative, body) = split_sign(text);
+    let lower = body.to_ascii_lowercase();
+    let (digits, radix) = if let Some(d) = lower.strip_prefix("0x") {
+        (d, 16)
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (d, 2)
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (d, 8)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (&lower[1..], 8)
+    } else {
+        (lower.as_str(), 10)
+    };
+    if digits.is_empty() || !underscores_between(digits) {
+        return None;
+    }
+    let n = i128::from_str_radix(&digits.replace('_', ""), radix).ok()?;
+    Some(if negative { -n } else { n })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +360,27 @@ mod tests {
         assert_eq!(ruby_hex_float("-0x7b"), Some(-123.0));
         assert_eq!(ruby_hex_float("0x1p-2"), Some(0.25));
         assert_eq!(ruby_hex_float("0xzz"), None);
+    }
+
+    #[test]
+    fn filesize_as_logstash_reads_bytes() {
+        for (text, bytes) in [
+            ("100", 100),
+            ("0x10", 16),
+            ("010", 8),
+            ("1_000", 1000),
+            ("10 MiB", 10 * 1024 * 1024),
+            ("10MiB", 10 * 1024 * 1024),
+            ("1.5 kib", 1536),
+            ("2 mb", 2_000_000),
+            ("10 KB", 10_000),
+            ("10 B", 10),
+            ("1,5 kb", 1000),
+        ] {
+            assert_eq!(filesize(text), Ok(bytes), "{text}");
+        }
+        for bad in ["", "ten", "10 MiBs", "10 xb", "-5", "10 ib", "mb"] {
+            assert!(filesize(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -6,6 +6,7 @@ pub mod dots;
 pub mod json;
 pub mod json_lines;
 pub mod line;
+pub mod multiline;
 pub mod plain;
 pub mod rubydebug;
 

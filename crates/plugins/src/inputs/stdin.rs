@@ -47,7 +47,20 @@ impl Input for Stdin {
         let mut stdin = std::io::stdin().lock();
         let mut buf = vec![0u8; 64 * 1024];
         let mut events = Vec::new();
+        // A codec that gives out idle records (multiline's `auto_flush_interval`) is asked
+        // every half interval while standard input has nothing to read.
+        let idle = self.codec.idle_flush_interval();
         while !ctx.is_stopping() {
+            if let Some(interval) = idle {
+                if !readable_within(interval / 2) {
+                    self.codec
+                        .flush_idle(std::time::Instant::now(), &mut events);
+                    if !events.is_empty() && !self.push(ctx, std::mem::take(&mut events)) {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            }
             let n = match stdin.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
@@ -63,4 +76,19 @@ impl Input for Stdin {
         self.push(ctx, events);
         Ok(())
     }
+}
+
+/// Whether standard input has something to read (or its end) within `wait`. Reads bypass
+/// the standard library's buffer (they ask for more than it holds), so the descriptor tells
+/// the truth.
+fn readable_within(wait: std::time::Duration) -> bool {
+    let mut fd = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = wait.as_millis().clamp(10, i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut fd, 1, ms) };
+    n != 0
 }
