@@ -2,6 +2,7 @@
 
 pub mod beats;
 pub mod dead_letter_queue;
+pub mod file;
 pub mod generator;
 pub mod http;
 pub mod pipeline;
