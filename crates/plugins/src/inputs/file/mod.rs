@@ -202,14 +202,15 @@ impl State<'_> {
             }
             let size = meta.len();
             let mtime = meta.modified().unwrap_or(now);
+            // A known identity continues where it was, even under another name (renamed
+            // while sluice was not running: Logstash reads it again, sluice does not). A
+            // file smaller than the position is another file with a reused inode: from 0.
             let mut start = match self.sincedb.get(&key) {
-                Some(r) if r.path.as_deref().is_some_and(|p| p != path) => {
-                    // Another file had this identity (an inode reused): this one is new.
-                    self.sincedb.remove(&key);
-                    None
-                }
                 Some(r) if r.position <= size => Some(r.position),
-                Some(_) => Some(0),
+                Some(_) => {
+                    self.sincedb.remove(&key);
+                    Some(0)
+                }
                 None => None,
             };
             let old = self
