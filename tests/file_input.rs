@@ -147,6 +147,31 @@ fn tail_follows_appends_rotations_truncation_deletion_and_new_files() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// inotify: with a stat interval of a minute, a written line and a new file are still
+/// picked up at once (polling alone would wait the minute).
+#[test]
+fn changes_wake_the_input_between_stat_passes() {
+    let dir = temp_dir("file", "inotify");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    append(&logs.join("a.log"), "");
+    let out = dir.join("out.txt");
+    let config = format!(
+        r#"input {{ file {{ path => "{}/*.log" stat_interval => 60 discover_interval => 1 sincedb_path => "/dev/null" }} }} {}"#,
+        logs.display(),
+        output(&out)
+    );
+    let run = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    std::thread::sleep(Duration::from_millis(500));
+    append(&logs.join("a.log"), "written\n");
+    wait_for(&run, &out, &["written"], 20);
+    append(&logs.join("b.log"), "new file\n");
+    let seen = wait_for(&run, &out, &["new file"], 20);
+    once(&seen, &["written", "new file"]);
+    drop(run);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_restart_continues_from_the_sincedb() {
     let dir = temp_dir("file", "restart");

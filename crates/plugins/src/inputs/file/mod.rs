@@ -37,6 +37,7 @@
 
 mod options;
 pub mod sincedb;
+mod wakeups;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -50,6 +51,7 @@ use crate::ecs::Ecs;
 use crate::filters::grok::patterns::expand_glob;
 use options::{Completed, Mode, Settings, SortBy};
 use sincedb::{Key, Sincedb};
+use wakeups::{Wake, Wakeups};
 
 pub use options::friendly_duration;
 
@@ -149,6 +151,7 @@ struct State<'a> {
     first_discovery: bool,
     last_sincedb_write: Instant,
     last_open_limit_warning: Option<Instant>,
+    wakeups: Wakeups,
 }
 
 impl FileInput {
@@ -247,6 +250,14 @@ impl State<'_> {
         }
         self.first_discovery = false;
         self.sort();
+        for pattern in &self.input.s.paths {
+            self.wakeups.watch(&wakeups::fixed_dir(pattern));
+        }
+        for w in &self.files {
+            if let Some(dir) = std::path::Path::new(&w.path).parent() {
+                self.wakeups.watch(dir);
+            }
+        }
     }
 
     fn sort(&mut self) {
@@ -313,6 +324,24 @@ impl State<'_> {
             }
         }
         rediscover
+    }
+
+    /// Files inotify says were written to: their sizes now, so that closed ones open.
+    fn refresh_written(&mut self) {
+        let written = std::mem::take(&mut self.wakeups.written);
+        for path in &written {
+            let Some(text) = path.to_str() else { continue };
+            let Some(w) = self.files.iter_mut().find(|w| w.path == text && !w.gone) else {
+                continue;
+            };
+            if let Ok(meta) = std::fs::metadata(path) {
+                if Key::of(&meta) == w.key && meta.len() >= w.consumed {
+                    w.size = meta.len();
+                    w.idle = false;
+                }
+            }
+        }
+        self.wakeups.written = written;
     }
 
     /// A file whose path is gone: read what its descriptor still has, give out the rest.
@@ -615,6 +644,7 @@ impl Input for FileInput {
             first_discovery: true,
             last_sincedb_write: Instant::now(),
             last_open_limit_warning: None,
+            wakeups: Wakeups::new(),
         };
         st.discover();
         let s = &self.s;
@@ -671,25 +701,32 @@ impl Input for FileInput {
                 }
                 st.last_sincedb_write = Instant::now();
             }
-            // No wait while files give whole chunks; a short one while they trickle; else
-            // until the next stat pass (or the codecs' idle flush).
+            // No wait while files give whole chunks. Else until a change in a watched
+            // directory (inotify), the next stat pass or the codecs' idle flush; without
+            // inotify, 50 ms at most while files trickle.
+            let mut names_changed = false;
             if read < s.chunk_size as u64 {
                 let mut wait = next_stat.saturating_duration_since(Instant::now());
-                if read > 0 {
+                if read > 0 && !st.wakeups.active() {
                     wait = wait.min(Duration::from_millis(50));
                 }
                 if let Some(i) = idle_flush {
                     wait = wait.min(i / 2);
                 }
-                sluice_pipeline::plugin::sleep_unless(wait, || ctx.is_stopping());
+                match st.wakeups.wait(wait, || ctx.is_stopping()) {
+                    Wake::Names => names_changed = true,
+                    Wake::Data => st.refresh_written(),
+                    Wake::Timeout => {}
+                }
             }
-            if Instant::now() >= next_stat {
+            if names_changed || Instant::now() >= next_stat {
                 next_stat = Instant::now() + s.stat_interval;
                 loops += 1;
                 let rediscover = st.stat_pass();
-                let periodic = !(s.mode == Mode::Read && s.exit_after_read)
-                    && loops.is_multiple_of(s.discover_interval);
-                if rediscover || periodic {
+                // exit_after_read reads what was there at start only, as Logstash's.
+                let discovering = !(s.mode == Mode::Read && s.exit_after_read);
+                let due = loops.is_multiple_of(s.discover_interval) || names_changed;
+                if rediscover || (discovering && due) {
                     st.discover();
                 }
                 if !st.push() {
