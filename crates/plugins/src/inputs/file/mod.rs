@@ -348,7 +348,8 @@ impl State<'_> {
     fn finish_gone(&mut self, i: usize) {
         self.files[i].gone = true;
         if self.files[i].file.is_some() {
-            self.read_file(i, u64::MAX);
+            // A stopping pipeline leaves the rest for the next start.
+            let _ = self.read_file(i, u64::MAX);
         }
         self.end_of_file(i);
     }
@@ -370,16 +371,16 @@ impl State<'_> {
         self.pending.insert(key, (pos, path));
     }
 
-    /// Reads up to `chunks` chunks from file `i`; returns the bytes read.
-    fn read_file(&mut self, i: usize, chunks: u64) -> u64 {
+    /// Reads up to `chunks` chunks from file `i`, pushing a batch whenever one is full;
+    /// returns the bytes read (`None` when the pipeline stopped taking events).
+    fn read_file(&mut self, i: usize, chunks: u64) -> Option<u64> {
         let chunk_size = self.input.s.chunk_size;
         let delimiter = self.input.s.delimiter.clone();
-        let w = &mut self.files[i];
-        let Some(file) = &w.file else { return 0 };
         let mut chunk = vec![0u8; chunk_size];
         let mut total = 0u64;
-        let first = self.events.len();
         for _ in 0..chunks {
+            let w = &mut self.files[i];
+            let Some(file) = &w.file else { break };
             let n = match file.read_at(&mut chunk, w.read_from()) {
                 Ok(0) => break,
                 Ok(n) => n,
@@ -390,6 +391,7 @@ impl State<'_> {
                 }
             };
             total += n as u64;
+            let first = self.events.len();
             w.buf.extend_from_slice(&chunk[..n]);
             let mut start = 0;
             while let Some(at) = find(&w.buf[start..], &delimiter) {
@@ -399,31 +401,31 @@ impl State<'_> {
                 let before = self.events.len();
                 w.codec
                     .decode_line(&w.buf[start..start + at], &mut self.events);
-                let line_end = w.consumed + end as u64;
                 if w.codec.pending_bytes() > 0 {
                     if self.events.len() > before || !held_before {
                         w.hold_start = line_start;
                     }
                     w.safe = w.hold_start;
                 } else {
-                    w.safe = line_end;
+                    w.safe = w.consumed + end as u64;
                 }
                 start = end;
             }
             w.buf.drain(..start);
             w.consumed += start as u64;
-            if n < chunk.len() {
-                break;
-            }
-        }
-        if total > 0 {
             w.last_read = Instant::now();
             w.size = w.size.max(w.read_from());
             self.input.stamp(&w.path, &mut self.events[first..]);
             let (key, pos, path) = (w.key, w.safe, w.path.clone());
             self.pending.insert(key, (pos, path));
+            if self.events.len() >= self.ctx.batch_size() && !self.push_events() {
+                return None;
+            }
+            if n < chunk.len() {
+                break;
+            }
         }
-        total
+        Some(total)
     }
 
     /// Opens file `i` if it has something to read and the limit allows.
@@ -467,12 +469,20 @@ impl State<'_> {
     }
 
     /// Pushes the events made so far, then records the positions they cover.
-    fn push(&mut self) -> bool {
+    fn push_events(&mut self) -> bool {
         if !self.events.is_empty() && self.ctx.push(std::mem::take(&mut self.events)).is_err() {
             return false;
         }
         for (key, (pos, path)) in self.pending.drain() {
             self.sincedb.set(key, pos, &path);
+        }
+        true
+    }
+
+    /// [`State::push_events`], then completed and gone files are dealt with.
+    fn push(&mut self) -> bool {
+        if !self.push_events() {
+            return false;
         }
         // Completed and gone files are done with once their events are queued.
         let mut i = 0;
@@ -664,7 +674,10 @@ impl Input for FileInput {
                     read += 1;
                 } else {
                     if st.ensure_open(i) {
-                        read += st.read_file(i, s.chunk_count);
+                        match st.read_file(i, s.chunk_count) {
+                            Some(n) => read += n,
+                            None => break 'run,
+                        }
                     }
                     let w = &st.files[i];
                     if s.mode == Mode::Read && w.read_from() >= w.size {
