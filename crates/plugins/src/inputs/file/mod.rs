@@ -311,15 +311,11 @@ impl State<'_> {
             let w = &mut self.files[i];
             if let (Some(limit), Some(_)) = (close_older, &w.file) {
                 if w.last_read.elapsed() > limit && w.read_from() >= w.size && !w.gone {
-                    let first = self.events.len();
-                    w.codec.flush(&mut self.events);
-                    self.input.stamp(&w.path, &mut self.events[first..]);
-                    w.safe = w.consumed;
-                    w.hold_start = w.consumed;
                     w.file = None;
                     self.open -= 1;
-                    let (key, pos, path) = (w.key, w.safe, w.path.clone());
-                    self.pending.insert(key, (pos, path));
+                    let first = self.events.len();
+                    self.files[i].codec.flush(&mut self.events);
+                    self.codec_emptied(i, first);
                 }
             }
         }
@@ -364,11 +360,17 @@ impl State<'_> {
             w.consumed += line.len() as u64;
         }
         w.codec.flush(&mut self.events);
+        self.codec_emptied(i, first);
+    }
+
+    /// File `i`'s codec gave out what it held (the events from `first` on): they get the
+    /// file's fields, and its position moves to everything handed to the codec.
+    fn codec_emptied(&mut self, i: usize, first: usize) {
+        let w = &mut self.files[i];
+        self.input.stamp(&w.path, &mut self.events[first..]);
         w.safe = w.consumed;
         w.hold_start = w.consumed;
-        self.input.stamp(&w.path, &mut self.events[first..]);
-        let (key, pos, path) = (w.key, w.safe, w.path.clone());
-        self.pending.insert(key, (pos, path));
+        self.pending.insert(w.key, (w.safe, w.path.clone()));
     }
 
     /// Reads up to `chunks` chunks from file `i`, pushing a batch whenever one is full;
@@ -691,14 +693,11 @@ impl Input for FileInput {
             }
             if idle_flush.is_some() {
                 let now = Instant::now();
-                for w in &mut st.files {
+                for i in 0..st.files.len() {
                     let first = st.events.len();
-                    w.codec.flush_idle(now, &mut st.events);
-                    if st.events.len() > first && w.codec.pending_bytes() == 0 {
-                        self.stamp(&w.path, &mut st.events[first..]);
-                        w.safe = w.consumed;
-                        w.hold_start = w.consumed;
-                        st.pending.insert(w.key, (w.safe, w.path.clone()));
+                    st.files[i].codec.flush_idle(now, &mut st.events);
+                    if st.events.len() > first && st.files[i].codec.pending_bytes() == 0 {
+                        st.codec_emptied(i, first);
                     }
                 }
             }
@@ -749,13 +748,11 @@ impl Input for FileInput {
         }
         // Stopping: what the codecs hold is given out (Logstash's exit flush), pushed if the
         // queue still takes it, and the positions written.
-        for w in &mut st.files {
+        for i in 0..st.files.len() {
             let first = st.events.len();
-            w.codec.flush(&mut st.events);
+            st.files[i].codec.flush(&mut st.events);
             if st.events.len() > first {
-                self.stamp(&w.path, &mut st.events[first..]);
-                w.safe = w.consumed;
-                st.pending.insert(w.key, (w.safe, w.path.clone()));
+                st.codec_emptied(i, first);
             }
         }
         st.push();
