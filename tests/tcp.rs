@@ -294,3 +294,45 @@ fn client_mode_over_tls_verifies_the_server() {
     assert_eq!(messages, ["over tls one", "over tls two"]);
     assert_eq!(got[0]["sslsubject"], "CN=server", "{}", got[0]);
 }
+
+#[test]
+fn multiline_keeps_one_record_per_connection_and_flushes_a_quiet_one() {
+    let dir = temp_dir("tcp", "multiline");
+    let out = dir.join("out.json");
+    let port = free_port();
+    let config = format!(
+        r#"input {{ tcp {{ port => {port} host => "127.0.0.1" dns_reverse_lookup_enabled => false
+             codec => multiline {{ pattern => "^\s" what => "previous" auto_flush_interval => 1 }} }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    let mut a = connect(port, 30);
+    let mut b = connect(port, 30);
+    // Interleaved: each connection's continuation lines join its own record.
+    for (to_a, text) in [
+        (true, "a one\n"),
+        (false, "b one\n"),
+        (true, "  a two\n"),
+        (false, "  b two\n"),
+        (true, "  a three\n"),
+    ] {
+        let s = if to_a { &mut a } else { &mut b };
+        s.write_all(text.as_bytes()).unwrap();
+        s.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Both connections stay open: only the quiet spell releases their records.
+    let got = wait_for(&out, 2, 30);
+    let mut messages: Vec<&str> = got.iter().map(|e| e["message"].as_str().unwrap()).collect();
+    messages.sort();
+    assert_eq!(messages, ["a one\n  a two\n  a three", "b one\n  b two"]);
+    // A record held at the end of a connection is flushed when it closes.
+    b.write_all(b"b three\n  b four").unwrap();
+    drop(b);
+    let got = wait_for(&out, 3, 30);
+    assert_eq!(got[2]["message"], "b three\n  b four", "{got:?}");
+    drop(a);
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}

@@ -5,6 +5,8 @@
 //! connection decodes with its own copy of the codec (`line`
 //! by default; `plain` and `json` become `line` and `json_lines`, as Logstash does for stream
 //! inputs), and what is left at its end is flushed. The bytes of each read become one batch.
+//! A `multiline` codec keeps one record per connection, and its `auto_flush_interval` releases
+//! a held record when the connection has been quiet that long.
 //!
 //! Fields (set unless the event has them): the peer's name, address and port, and the client
 //! certificate's subject when TLS checks clients: `host`, `[@metadata][ip_address]`, `port`,
@@ -330,6 +332,7 @@ async fn read_connection(
         }
     }
     let mut events = Vec::new();
+    let idle_flush = codec.idle_flush_interval();
     if !first.is_empty() {
         codec.decode(&first, &mut events);
     }
@@ -348,7 +351,20 @@ async fn read_connection(
                 shared.max_line
             ));
         }
-        let n = read(&mut conn, chunk.space(), &mut stop).await?;
+        // A codec that releases a held record after a quiet spell (multiline's
+        // `auto_flush_interval`) gets that spell as the read's time limit.
+        let n = match idle_flush.filter(|_| codec.pending_bytes() > 0) {
+            Some(every) => {
+                match tokio::time::timeout(every, read(&mut conn, chunk.space(), &mut stop)).await {
+                    Ok(n) => n?,
+                    Err(_) => {
+                        codec.flush_idle(std::time::Instant::now(), &mut events);
+                        continue;
+                    }
+                }
+            }
+            None => read(&mut conn, chunk.space(), &mut stop).await?,
+        };
         chunk.filled(n);
         if n == 0 {
             codec.flush(&mut events);
