@@ -43,7 +43,8 @@ impl Default for Event {
 impl Event {
     /// An empty event stamped now, with `@version` "1".
     pub fn new() -> Event {
-        let mut fields = Map::new();
+        // Room for the fields an input and a filter or two add, without growing.
+        let mut fields = Map::with_capacity(8);
         fields.insert(Key::from(TIMESTAMP), Value::Timestamp(Timestamp::now()));
         fields.insert(Key::from(VERSION), Value::String("1".into()));
         Event {
@@ -213,6 +214,22 @@ impl Event {
             v => v,
         };
         fieldref::set(&mut self.fields, r.segments(), value);
+    }
+
+    /// Sets the field unless it exists (even as null), in one walk; returns whether it did.
+    pub fn set_if_absent(&mut self, r: &FieldRef, value: Value) -> bool {
+        if r.is_metadata() {
+            let path = &r.segments()[1..];
+            return !path.is_empty() && fieldref::set_if_absent(&mut self.metadata, path, value);
+        }
+        if r.is_top_level() && r.segments()[0] == TIMESTAMP {
+            if self.fields.contains_key(TIMESTAMP) {
+                return false;
+            }
+            self.set(r, value);
+            return true;
+        }
+        fieldref::set_if_absent(&mut self.fields, r.segments(), value)
     }
 
     pub fn remove(&mut self, r: &FieldRef) -> Option<Value> {

@@ -11,6 +11,8 @@ use crate::value::{Key, Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FieldRef {
     segments: Vec<Key>,
+    /// Whether the first segment is `@metadata`: known once, asked on every get and set.
+    metadata: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,9 +38,7 @@ impl FieldRef {
             if text.is_empty() {
                 return Err(err("empty field name"));
             }
-            return Ok(FieldRef {
-                segments: vec![Key::from(text)],
-            });
+            return Ok(FieldRef::from_segments(vec![Key::from(text)]));
         }
         // Logstash's strict tokenizer: brackets may nest (`[[a][b]]` and `[[a]][b]` are
         // `[a][b]`); a `[` must open right at the start or after another bracket, only a
@@ -86,21 +86,24 @@ impl FieldRef {
         if segments.is_empty() {
             return Err(err("empty field reference"));
         }
-        Ok(FieldRef { segments })
+        Ok(FieldRef::from_segments(segments))
     }
 
     /// A reference to one top-level field, taken literally (no bracket parsing).
     pub fn top_level(name: &str) -> FieldRef {
-        FieldRef {
-            segments: vec![Key::from(name)],
-        }
+        FieldRef::from_segments(vec![Key::from(name)])
     }
 
     /// `[@metadata][name]`, `name` taken literally.
     pub fn metadata_field(name: &str) -> FieldRef {
-        FieldRef {
-            segments: vec![Key::from(crate::event::METADATA), Key::from(name)],
-        }
+        FieldRef::from_segments(vec![Key::from(crate::event::METADATA), Key::from(name)])
+    }
+
+    fn from_segments(segments: Vec<Key>) -> FieldRef {
+        let metadata = segments
+            .first()
+            .is_some_and(|s| s == crate::event::METADATA);
+        FieldRef { segments, metadata }
     }
 
     pub fn segments(&self) -> &[Key] {
@@ -113,7 +116,7 @@ impl FieldRef {
 
     /// Whether this reference points into `@metadata`.
     pub fn is_metadata(&self) -> bool {
-        self.segments[0] == crate::event::METADATA
+        self.metadata
     }
 }
 
@@ -171,33 +174,68 @@ pub fn get_mut<'a>(root: &'a mut Map, path: &[Key]) -> Option<&'a mut Value> {
 /// is replaced by an object, as Logstash does. Array elements are addressed by index; an index
 /// past the end appends.
 pub fn set(root: &mut Map, path: &[Key], value: Value) {
+    put(root, path, value, true);
+}
+
+/// [`set`] unless something (even null) is already at `path`: what `get(...).is_none()`
+/// followed by `set` does, in one walk. Returns whether it set the value.
+pub fn set_if_absent(root: &mut Map, path: &[Key], value: Value) -> bool {
+    put(root, path, value, false)
+}
+
+fn put(root: &mut Map, path: &[Key], value: Value, overwrite: bool) -> bool {
     let Some((last, parents)) = path.split_last() else {
-        return;
+        return false;
     };
     let Some((first, middle)) = parents.split_first() else {
-        root.insert(last.clone(), value);
-        return;
+        return insert(root, last, value, overwrite);
     };
-    let mut cur: &mut Value = root
-        .entry(first.clone())
-        .or_insert_with(|| Value::Object(Map::new()));
+    let mut cur: &mut Value = root.entry(first.clone()).or_insert_with(new_object);
     for seg in middle {
         cur = descend_or_create(cur, seg);
     }
     match cur {
         Value::Array(a) => match index_of(last, a.len()) {
-            Some(i) => a[i] = value,
-            None => a.push(value),
+            Some(i) if overwrite => {
+                a[i] = value;
+                true
+            }
+            Some(_) => false,
+            None => {
+                a.push(value);
+                true
+            }
         },
         other => {
             if !matches!(other, Value::Object(_)) {
-                *other = Value::Object(Map::new());
+                *other = new_object();
             }
-            if let Value::Object(m) = other {
-                m.insert(last.clone(), value);
+            match other {
+                Value::Object(m) => insert(m, last, value, overwrite),
+                _ => unreachable!("replaced by an object above"),
             }
         }
     }
+}
+
+fn insert(m: &mut Map, key: &Key, value: Value, overwrite: bool) -> bool {
+    if overwrite {
+        m.insert(key.clone(), value);
+        return true;
+    }
+    match m.entry(key.clone()) {
+        litemap::Entry::Occupied(_) => false,
+        litemap::Entry::Vacant(v) => {
+            v.insert(value);
+            true
+        }
+    }
+}
+
+/// An object made on the way to a field being set: it gets one entry now, so room for one
+/// (a map grows to four entries on its first insert otherwise).
+fn new_object() -> Value {
+    Value::Object(Map::with_capacity(1))
 }
 
 fn descend_or_create<'a>(cur: &'a mut Value, seg: &str) -> &'a mut Value {
@@ -206,18 +244,16 @@ fn descend_or_create<'a>(cur: &'a mut Value, seg: &str) -> &'a mut Value {
         return match index_of(seg, len) {
             Some(i) => &mut a[i],
             None => {
-                a.push(Value::Object(Map::new()));
+                a.push(new_object());
                 &mut a[len]
             }
         };
     }
     if !matches!(cur, Value::Object(_)) {
-        *cur = Value::Object(Map::new());
+        *cur = new_object();
     }
     match cur {
-        Value::Object(m) => m
-            .entry(Key::from(seg))
-            .or_insert_with(|| Value::Object(Map::new())),
+        Value::Object(m) => m.entry(Key::from(seg)).or_insert_with(new_object),
         _ => unreachable!("replaced by an object above"),
     }
 }
@@ -241,6 +277,38 @@ mod tests {
 
     fn p(s: &str) -> Vec<Key> {
         FieldRef::parse(s).unwrap().segments().to_vec()
+    }
+
+    /// `set_if_absent` does what `get(...).is_none()` then `set` does, whatever is in the way.
+    #[test]
+    fn set_if_absent_matches_get_then_set() {
+        let shapes = [
+            r#"{}"#,
+            r#"{"a": null}"#,
+            r#"{"a": "scalar"}"#,
+            r#"{"a": {"b": 1}}"#,
+            r#"{"a": {"c": 1}}"#,
+            r#"{"a": [1, {"b": 2}]}"#,
+            r#"{"a": []}"#,
+        ];
+        for shape in shapes {
+            for path in ["a", "[a][b]", "[a][1]", "[a][0]", "[a][1][b]", "[a][x][y]"] {
+                let path = p(path);
+                let Value::Object(start) = crate::json::parse(shape.as_bytes()).unwrap() else {
+                    panic!("{shape}")
+                };
+                let mut expected = start.clone();
+                let absent = get(&expected, &path).is_none();
+                if absent {
+                    set(&mut expected, &path, Value::Int(9));
+                }
+                let mut got = start;
+                assert_eq!(set_if_absent(&mut got, &path, Value::Int(9)), absent);
+                assert_eq!(got, expected, "{shape} {path:?}");
+            }
+        }
+        let r = FieldRef::parse("[@metadata][m]").unwrap();
+        assert!(r.is_metadata() && !FieldRef::parse("[a][m]").unwrap().is_metadata());
     }
 
     #[test]

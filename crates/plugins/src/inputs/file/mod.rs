@@ -58,7 +58,8 @@ pub use options::friendly_duration;
 pub struct FileInput {
     s: Settings,
     codec: Box<dyn Codec>,
-    host: String,
+    /// This machine's name, as the value events get.
+    host: Value,
     path_field: FieldRef,
     host_field: FieldRef,
     meta_path: FieldRef,
@@ -78,7 +79,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     Ok(Box::new(FileInput {
         s,
         codec,
-        host: sluice_pipeline::hostname(),
+        host: Value::String(sluice_pipeline::hostname().into()),
         path_field: parse(path_field),
         host_field: parse(host_field),
         meta_path: parse("[@metadata][path]"),
@@ -120,10 +121,10 @@ impl Watched {
 
 /// Byte offset of `needle` in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.len() == 1 {
-        return hay.iter().position(|&b| b == needle[0]);
+    match needle {
+        [b] => memchr::memchr(*b, hay),
+        _ => memchr::memmem::find(hay, needle),
     }
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Ruby's `File.fnmatch` without flags, for `exclude` against a base name: `*` and `?`
@@ -156,16 +157,12 @@ struct State<'a> {
 
 impl FileInput {
     fn stamp(&self, path: &str, events: &mut [Event]) {
+        let path = Value::String(path.into());
         for e in events {
-            let p = Value::String(path.into());
-            e.set(&self.meta_path, p.clone());
-            e.set(&self.meta_host, Value::String(self.host.as_str().into()));
-            if e.get(&self.path_field).is_none() {
-                e.set(&self.path_field, p);
-            }
-            if e.get(&self.host_field).is_none() {
-                e.set(&self.host_field, Value::String(self.host.as_str().into()));
-            }
+            e.set(&self.meta_path, path.clone());
+            e.set(&self.meta_host, self.host.clone());
+            e.set_if_absent(&self.path_field, path.clone());
+            e.set_if_absent(&self.host_field, self.host.clone());
         }
     }
 }
