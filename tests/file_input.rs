@@ -1,7 +1,8 @@
 //! The file input through the real binary: tailing appends, rename and copytruncate rotation,
 //! deletion, new files found by the glob, restart from the sincedb, read mode with `.gz`,
-//! `exclude` and completion actions, multiline per file, and the crash test (a persisted
-//! queue, a writer appending numbered lines, SIGKILL at random moments, every line present).
+//! `exclude` and completion actions, multiline per file, 10,000 files within `max_open_files`,
+//! `ignore_older`, the order of files in read mode, and the crash test (a persisted queue, a
+//! writer appending numbered lines, SIGKILL at random moments, every line present).
 
 mod run_support;
 
@@ -311,6 +312,161 @@ fn multiline_stack_traces_stay_with_their_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Entries of a directory under /proc/PID (open descriptors, threads).
+fn proc_count(pid: u32, what: &str) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/{what}"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// 10,000 files: one thread reads them all, never holding more than `max_open_files` open
+/// (files nothing is written to close after `close_older`, and the waiting ones open then).
+#[test]
+fn ten_thousand_files_take_one_thread_and_at_most_max_open_files() {
+    let dir = temp_dir("file", "many");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    const FILES: usize = 10_000;
+    for i in 0..FILES {
+        std::fs::write(logs.join(format!("f{i:05}.log")), format!("file-{i}\n")).unwrap();
+    }
+    let out = dir.join("out.txt");
+    let config = format!(
+        r#"input {{ file {{ path => "{}/*.log" start_position => beginning max_open_files => 500
+             close_older => "100 ms" stat_interval => "50 ms" sincedb_path => "/dev/null" }} }} {}"#,
+        logs.display(),
+        output(&out)
+    );
+    let run = Run::start(
+        &dir,
+        "",
+        &["-w", "1"],
+        &config,
+        Stdio::null(),
+        Stdio::null(),
+    );
+    let pid = run.child.id();
+    let (mut max_fds, mut max_threads) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        max_fds = max_fds.max(proc_count(pid, "fd"));
+        max_threads = max_threads.max(proc_count(pid, "task"));
+        let lines = std::fs::read(&out).map_or(0, |t| t.iter().filter(|&&b| b == b'\n').count());
+        if lines >= FILES {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{lines} of {FILES} files read\n{}",
+            run.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = markers(&out);
+    for i in (0..FILES).step_by(997) {
+        once(&seen, &[&format!("file-{i}")]);
+    }
+    assert_eq!(
+        seen.len(),
+        2 * FILES,
+        "each file's line and its path marker"
+    );
+    // 500 files, plus the process's own: stdio, the output, inotify, the runtime's.
+    assert!(max_fds <= 500 + 40, "{max_fds} descriptors open at once");
+    assert!(max_threads < 40, "{max_threads} threads");
+    assert!(
+        run.log().contains("max_open_files"),
+        "the limit is reported:\n{}",
+        run.log()
+    );
+    drop(run);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ignore_older` skips what a file held when it was found (its mtime older than the limit)
+/// and reads what is appended later; `file_sort_by`/`file_sort_direction` order read mode.
+#[test]
+fn ignore_older_and_the_order_of_files_in_read_mode() {
+    let dir = temp_dir("file", "older");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    let old = logs.join("old.log");
+    append(&old, "stale\n");
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+    append(&logs.join("new.log"), "fresh\n");
+    let out = dir.join("out.txt");
+    let config = format!(
+        r#"input {{ file {{ path => "{}/*.log" start_position => beginning ignore_older => 3600
+             stat_interval => "100 ms" sincedb_path => "/dev/null" }} }} {}"#,
+        logs.display(),
+        output(&out)
+    );
+    let run = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    wait_for(&run, &out, &["fresh"], 20);
+    append(&old, "appended\n");
+    let seen = wait_for(&run, &out, &["appended"], 20);
+    once(&seen, &["fresh", "appended"]);
+    assert!(!seen.contains_key("stale"), "{seen:?}");
+    drop(run);
+
+    // Read mode: one file after the other, in the order asked for.
+    let names = ["b", "c", "a"];
+    let mut mtime = std::time::SystemTime::now() - Duration::from_secs(300);
+    for n in names {
+        let f = logs.join(format!("{n}.txt"));
+        append(&f, &format!("{n}1\n{n}2\n"));
+        std::fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        mtime += Duration::from_secs(60);
+    }
+    for (sort, want) in [
+        ("", "b1 b2 c1 c2 a1 a2"),
+        (
+            r#"file_sort_by => path file_sort_direction => desc"#,
+            "c1 c2 b1 b2 a1 a2",
+        ),
+        (r#"file_sort_by => path"#, "a1 a2 b1 b2 c1 c2"),
+        (r#"file_sort_direction => desc"#, "a1 a2 c1 c2 b1 b2"),
+    ] {
+        let out = dir.join(format!("order{}.txt", sort.len()));
+        let config = format!(
+            r#"input {{ file {{ path => "{}/*.txt" mode => read {sort} exit_after_read => true
+                 file_completed_action => log file_completed_log_path => "{}"
+                 sincedb_path => "/dev/null" }} }}
+               output {{ file {{ path => "{}" codec => line {{ format => "%{{message}}" }} }} }}"#,
+            logs.display(),
+            dir.join("done.log").display(),
+            out.display()
+        );
+        let mut run = Run::start(
+            &dir,
+            "",
+            &["-w", "1"],
+            &config,
+            Stdio::null(),
+            Stdio::null(),
+        );
+        assert!(run.exit(30).success(), "{}", run.log());
+        let got = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(
+            got.split_whitespace().collect::<Vec<_>>().join(" "),
+            want,
+            "{sort}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn options_are_checked() {
     let dir = temp_dir("file", "options");
@@ -334,6 +490,10 @@ fn options_are_checked() {
             "directory",
         ),
         (r#"file { path => "/x" follow => true }"#, "follow"),
+        (
+            r#"file { path => "/x" exclude => "[a" }"#,
+            "not a valid pattern",
+        ),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["--log.level", "error", "--path.data"])

@@ -29,7 +29,8 @@ pub enum SortBy {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub paths: Vec<String>,
-    pub exclude: Vec<String>,
+    /// `exclude` patterns, compiled (see [`fnmatch`]).
+    pub exclude: Vec<regex::Regex>,
     pub mode: Mode,
     /// `start_position => beginning` (tail mode; read mode always reads from the start).
     pub from_beginning: bool,
@@ -125,7 +126,14 @@ pub fn read(opts: &mut Options) -> Result<Settings, ConfigError> {
             format!("file paths must be absolute, relative path specified: {p}"),
         ));
     }
-    let exclude = opts.string_list("exclude")?.unwrap_or_default();
+    let exclude = opts
+        .string_list("exclude")?
+        .unwrap_or_default()
+        .iter()
+        .map(|x| {
+            fnmatch(x).ok_or_else(|| opts.error("exclude", format!("{x:?} is not a valid pattern")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mode = match opts.choice("mode", &["tail", "read"], "tail")?.as_str() {
         "read" => Mode::Read,
         _ => Mode::Tail,
@@ -234,6 +242,19 @@ pub fn read(opts: &mut Options) -> Result<Settings, ConfigError> {
         exit_after_read,
         check_archive_validity,
     })
+}
+
+/// Ruby's `File.fnmatch` without flags, for `exclude` against a base name, as a regex: `*`
+/// and `?` (which match `/` too, but base names have none), `[…]` sets.
+pub fn fnmatch(pattern: &str) -> Option<regex::Regex> {
+    let glob = regex::escape(pattern)
+        .replace(r"\*", ".*")
+        .replace(r"\?", ".")
+        .replace(r"\[", "[")
+        .replace(r"\]", "]")
+        .replace(r"\-", "-")
+        .replace(r"\^", "^");
+    regex::Regex::new(&format!("^(?s:{glob})$")).ok()
 }
 
 #[cfg(test)]
