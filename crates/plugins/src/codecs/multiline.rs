@@ -79,18 +79,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     };
     let negate = opts.boolean_or("negate", false)?;
     let dirs = opts.string_list("patterns_dir")?.unwrap_or_default();
-    let mut user = std::collections::HashMap::new();
-    for path in patterns::files_from_dirs(&dirs, "*") {
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            opts.error(
-                "patterns_dir",
-                format!("cannot read pattern file {}: {e}", path.display()),
-            )
-        })?;
-        for (name, pattern) in patterns::parse_file(&text) {
-            user.insert(name.to_owned(), pattern.to_owned());
-        }
-    }
+    let user =
+        patterns::load_user_patterns(&dirs, "*").map_err(|e| opts.error("patterns_dir", e))?;
     // Logstash's multiline loads logstash-patterns-core's legacy set whatever the ECS mode.
     let table = expand::Table {
         builtin: patterns::builtin(patterns::PatternSet::Legacy),

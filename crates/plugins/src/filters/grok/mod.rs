@@ -34,7 +34,6 @@ pub mod convert;
 pub mod expand;
 pub mod patterns;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -461,18 +460,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     let glob = opts.string_or("patterns_files_glob", "*")?;
     let definitions = opts.string_hash("pattern_definitions")?.unwrap_or_default();
 
-    let mut user: HashMap<String, String> = HashMap::new();
-    for path in patterns::files_from_dirs(&dirs, &glob) {
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            opts.error(
-                "patterns_dir",
-                format!("cannot read grok pattern file {}: {e}", path.display()),
-            )
-        })?;
-        for (name, pattern) in patterns::parse_file(&text) {
-            user.insert(name.to_owned(), pattern.to_owned());
-        }
-    }
+    let mut user =
+        patterns::load_user_patterns(&dirs, &glob).map_err(|e| opts.error("patterns_dir", e))?;
     for (name, pattern) in definitions {
         user.insert(name, patterns::chomp(&pattern).to_owned());
     }
@@ -524,7 +513,7 @@ mod tests {
     /// Every pattern of both built-in sets expands and compiles with PCRE2.
     #[test]
     fn every_builtin_pattern_compiles() {
-        let user = HashMap::new();
+        let user = std::collections::HashMap::new();
         let mut failures = Vec::new();
         for set in [PatternSet::Legacy, PatternSet::EcsV1] {
             let builtin = patterns::builtin(set);

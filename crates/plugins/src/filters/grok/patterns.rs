@@ -109,6 +109,20 @@ pub fn files_from_dirs(dirs: &[String], glob: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The patterns in the files `patterns_dir` names ([`files_from_dirs`]), by name; a later
+/// file's definition replaces an earlier one's. An unreadable file is an error naming it.
+pub fn load_user_patterns(dirs: &[String], glob: &str) -> Result<HashMap<String, String>, String> {
+    let mut user = HashMap::new();
+    for path in files_from_dirs(dirs, glob) {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read pattern file {}: {e}", path.display()))?;
+        for (name, pattern) in parse_file(&text) {
+            user.insert(name.to_owned(), pattern.to_owned());
+        }
+    }
+    Ok(user)
+}
+
 /// Paths matching a Ruby `Dir.glob` pattern (`*`, `?`, `[...]`, `{a,b}`, `**`), sorted.
 pub fn expand_glob(pattern: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
