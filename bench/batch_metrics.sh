@@ -20,10 +20,8 @@ for mode in disabled minimal full; do
   printf 'pipeline.batch.metrics.sampling_mode: %s\npath.data: %s\n' "$mode" "$TMP/data" > "$TMP/$mode/sluice.yml"
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-
-echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"
+source bench/lib.sh
+machine
 echo "events: $N, runs: $RUNS (interleaved); medians"
 echo
 echo "| pipeline | workers | disabled: events/s | minimal | full | disabled: CPU s / M events | minimal | full |"
@@ -37,11 +35,10 @@ for scenario in null mutate; do
     declare -A RATE=() CPU=()
     for _ in $(seq "$RUNS"); do
       for mode in disabled minimal full; do
-        TIMEFORMAT='%R %U %S'
-        t=$({ time "$BIN" --path.settings "$TMP/$mode" --log.level error -w "$w" -e "$config" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }; } 2>&1)
-        read -r real user sys <<<"$t"
-        RATE[$mode]="${RATE[$mode]:-} $(awk -v n="$N" -v r="$real" 'BEGIN { printf "%.0f", n / r }')"
-        CPU[$mode]="${CPU[$mode]:-} $(awk -v n="$N" -v u="$user" -v s="$sys" 'BEGIN { printf "%.3f", (u + s) * 1e6 / n }')"
+        r=$(rate_and_cpu "$N" "$BIN" --path.settings "$TMP/$mode" --log.level error -w "$w" -e "$config")
+        read -r rate cpu <<<"$r"
+        RATE[$mode]="${RATE[$mode]:-} $rate"
+        CPU[$mode]="${CPU[$mode]:-} $cpu"
       done
     done
     rd=$(echo "${RATE[disabled]}" | median); rm=$(echo "${RATE[minimal]}" | median); rf=$(echo "${RATE[full]}" | median)

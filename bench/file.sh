@@ -8,6 +8,7 @@
 #   (defaults 1024 MB, 2,000,000 lines, 200,000 lines/s for 10 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 SIZE_MB=${1:-1024}
 TAIL_LINES=${2:-2000000}
 RATE=${3:-200000}
@@ -37,7 +38,7 @@ LINES=$(wc -l < "$TMP/big.log")
 BYTES=$(stat -c %s "$TMP/big.log")
 cat "$TMP/big.log" > /dev/null
 
-echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 echo "read mode: $LINES lines, $((BYTES / 1024 / 1024)) MiB"
 TIMEFORMAT='%R'
 wc_s=$({ time wc -l "$TMP/big.log" > /dev/null; } 2>&1)

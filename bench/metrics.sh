@@ -26,10 +26,8 @@ trap 'rm -rf "$TMP" "$AFTER"' EXIT
 mkdir -p "$TMP/off"
 printf 'api.enabled: false\npath.data: %s\n' "$TMP/data" > "$TMP/off/sluice.yml"
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-
-echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"
+source bench/lib.sh
+machine
 echo "events: $N, runs: $RUNS (interleaved); medians"
 echo
 echo "| pipeline | workers | before: events/s | after | after, api.enabled: false | before: CPU s / M events | after | after, API off |"
@@ -48,11 +46,10 @@ for scenario in null mutate; do
           after) cmd=("$AFTER") ;;
           off) cmd=("$AFTER" --path.settings "$TMP/off") ;;
         esac
-        TIMEFORMAT='%R %U %S'
-        t=$({ time "${cmd[@]}" --log.level error -w "$w" -e "$config" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }; } 2>&1)
-        read -r real user sys <<<"$t"
-        RATE[$variant]="${RATE[$variant]:-} $(awk -v n="$N" -v r="$real" 'BEGIN { printf "%.0f", n / r }')"
-        CPU[$variant]="${CPU[$variant]:-} $(awk -v n="$N" -v u="$user" -v s="$sys" 'BEGIN { printf "%.3f", (u + s) * 1e6 / n }')"
+        r=$(rate_and_cpu "$N" "${cmd[@]}" --log.level error -w "$w" -e "$config")
+        read -r rate cpu <<<"$r"
+        RATE[$variant]="${RATE[$variant]:-} $rate"
+        CPU[$variant]="${CPU[$variant]:-} $cpu"
       done
     done
     rb=$(echo "${RATE[before]}" | median); ra=$(echo "${RATE[after]}" | median); ro=$(echo "${RATE[off]}" | median)
