@@ -6,6 +6,7 @@
 //! wrong type is a config error with its file, line and column.
 
 pub mod codecs;
+pub mod csv;
 pub mod dead_letter;
 pub mod ecs;
 pub mod field;
@@ -47,6 +48,8 @@ pub fn registry() -> Registry {
     r.add_filter("grok", filters::grok::build);
     r.add_filter("useragent", filters::useragent::build);
     r.add_filter("syslog_pri", filters::syslog_pri::build);
+    r.add_filter("csv", filters::csv::build);
+    r.add_filter("split", filters::split::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

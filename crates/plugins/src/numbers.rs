@@ -270,7 +270,7 @@ pub fn filesize(text: &str) -> Result<u64, String> {
 
 /// Ruby's `Integer(text)`: an optional sign, then decimal digits, or `0x`, `0b`, `0o` or a
 /// leading `0` (octal) and their digits, `_` only between two digits.
-fn ruby_integer(text: &str) -> Option<i128> {
+pub fn ruby_integer(text: &str) -> Option<i128> {
     let (negative, body) = split_sign(text);
     let lower = body.to_ascii_lowercase();
     let (digits, radix) = if let Some(d) = lower.strip_prefix("0x") {

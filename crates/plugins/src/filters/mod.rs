@@ -1,6 +1,7 @@
 //! Filters: run inside workers, one instance per worker, one event at a time.
 
 pub mod clone;
+pub mod csv;
 pub mod date;
 pub mod dissect;
 pub mod drop;
@@ -9,5 +10,6 @@ pub mod grok;
 pub mod json;
 pub mod kv;
 pub mod mutate;
+pub mod split;
 pub mod syslog_pri;
 pub mod useragent;
