@@ -50,6 +50,7 @@ pub fn registry() -> Registry {
     r.add_filter("syslog_pri", filters::syslog_pri::build);
     r.add_filter("csv", filters::csv::build);
     r.add_filter("split", filters::split::build);
+    r.add_filter("fingerprint", filters::fingerprint::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

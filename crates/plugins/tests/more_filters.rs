@@ -1,4 +1,4 @@
-//! Behaviour of the csv and split filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split and fingerprint filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -251,4 +251,170 @@ fn split_unsplittable_values() {
     .unwrap();
     assert_eq!(messages(&out, "message"), [v(json!("a")), v(json!("b"))]);
     assert!(err(r#"filter { split { terminator => "" } }"#).contains("must not be empty"));
+}
+
+// ----------------------------------------------------------------------------- fingerprint
+
+fn fingerprint(options: &str, input: serde_json::Value) -> Option<Value> {
+    let e = one(
+        &format!("filter {{ fingerprint {{ ecs_compatibility => disabled {options} }} }}"),
+        input,
+    );
+    get(&e, "fingerprint")
+}
+
+/// The digests of logstash-filter-fingerprint's spec.
+#[test]
+fn fingerprint_digests_and_hmac() {
+    let ip = json!({"clientip": "123.123.123.123"});
+    for (options, want) in [
+        ("", "3a5076c520b4b463f43806896ea0b3978d09dcae"),
+        (r#"key => "longencryptionkey""#, "fdc60acc4773dc5ac569ffb78fcb93c9630797f4"),
+        (r#"key => "longencryptionkey" base64encode => true"#, "/cYKzEdz3FrFaf+3j8uTyWMHl/Q="),
+        ("base64encode => true", "OlB2xSC0tGP0OAaJbqCzl40J3K4="),
+        ("method => SHA256", "4dabcab210766e35f03e77120e6986d6e6d4752b2a9ff22980b9253d026080d8"),
+        (r#"method => SHA256 key => "longencryptionkey" base64encode => true"#, "NFvsPv8kLVO1aJFsJhCz45PYhda5bWQ/OElP10v0qco="),
+        ("method => SHA384", "fd605b0a3af3e04ce0d7a0b0d9c48d67a12dab811f60072e6eae84e35d567793ffb68a1807536f11c90874065c2a4392"),
+        (r#"method => SHA384 key => "longencryptionkey""#, "22d4c0e8c4fbcdc4887d2038fca7650f0e2e0e2457ff41c06eb2a980dded6749561c814fe182aff93e2538d18593947a"),
+        ("method => SHA512", "5468e2dc64ea92b617782aae884b35af60041ac9e168a283615b6a462c54c13d42fa9542cce9b7d76a8124ac6616818905e3e5dd35d6e519f77c3b517558639a"),
+        (r#"method => SHA512 key => "longencryptionkey" base64encode => true"#, "EcGbMmk2wI1sUKPIR9iD5aE2Lmpk3VUgGiXywawbZz99i/FbjxEqSXgnbVcydeOxQWbhckb2cMKlOUAcW/2s6A=="),
+        ("method => MD5", "ccdd8d3d940a01b2fb3258c059924c0d"),
+        (r#"method => MD5 key => "longencryptionkey""#, "9336c879e305c9604a3843fc3e75948f"),
+        (r#"method => MD5 key => "longencryptionkey" base64encode => true"#, "kzbIeeMFyWBKOEP8PnWUjw=="),
+        ("method => MURMUR3_128", "41cbc4056eed401d091dfbeabf7ea9e0"),
+        ("method => MURMUR3_128 base64encode => true", "QcvEBW7tQB0JHfvqv36p4A=="),
+        (r#"method => IPV4_NETWORK key => "24""#, "123.123.123.0"),
+    ] {
+        assert_eq!(
+            fingerprint(&format!(r#"source => ["clientip"] {options}"#), ip.clone()),
+            v(json!(want)),
+            "{options}"
+        );
+    }
+    let murmur =
+        |options: &str, input| fingerprint(&format!(r#"source => "clientip" {options}"#), input);
+    assert_eq!(
+        murmur("method => MURMUR3", ip.clone()),
+        v(json!(4013733395u32))
+    );
+    assert_eq!(
+        murmur("method => MURMUR3", json!({"clientip": 123})),
+        v(json!(823512154))
+    );
+    for (n, hex, b64) in [
+        (
+            json!(123),
+            "286816c693ac410ed63e1430dcd6f6fe",
+            "KGgWxpOsQQ7WPhQw3Nb2/g==",
+        ),
+        (
+            json!(2148483647i64),
+            "fdc7699a82556c8c584131f0133ee989",
+            "/cdpmoJVbIxYQTHwEz7piQ==",
+        ),
+    ] {
+        let input = json!({ "clientip": n });
+        assert_eq!(
+            murmur("method => MURMUR3_128", input.clone()),
+            v(json!(hex))
+        );
+        assert_eq!(
+            murmur("method => MURMUR3_128 base64encode => true", input),
+            v(json!(b64))
+        );
+    }
+}
+
+#[test]
+fn fingerprint_sources_concatenation_and_other_methods() {
+    assert_eq!(
+        fingerprint(
+            r#"source => "clientip""#,
+            json!({"clientip": ["123.123.123.123", "223.223.223.223"]})
+        ),
+        v(json!([
+            "3a5076c520b4b463f43806896ea0b3978d09dcae",
+            "47bbc4e06edebbace047fed35abeceec64968b81"
+        ]))
+    );
+    let two = json!({"field1": "test1", "field2": "test2"});
+    assert_eq!(
+        fingerprint(r#"source => ["field1", "field2"]"#, two.clone()),
+        v(json!("109f4b3c50d7b0df729d299bc6f8e9ef9066971f"))
+    );
+    assert_eq!(
+        fingerprint(
+            r#"source => ["field1", "field2"] concatenate_sources => true"#,
+            two
+        ),
+        v(json!("e3b6b71eedc656f1d29408264e8a75535db985cb"))
+    );
+    let utf8 = json!({"field1": [{"inner_key": "🂡"}, {"1": "2"}], "field2": "🂡"});
+    assert_eq!(
+        fingerprint(r#"source => ["field1", "field2"]"#, utf8.clone()),
+        v(json!("58fa9e0e60c9f0d24b51d84cddb26732a39eeb3d"))
+    );
+    assert_eq!(
+        fingerprint(
+            r#"source => ["field1", "field2"] concatenate_sources => true"#,
+            utf8
+        ),
+        v(json!("d2a1c14e0c9ef137d67114db23b3f2fdbcc90d08"))
+    );
+    assert_eq!(
+        fingerprint(
+            "concatenate_all_fields => true",
+            json!({"@timestamp": "2017-07-26T14:44:27.064Z", "clientip": "123.123.123.123",
+                   "message": "This is a test message", "log_level": "INFO", "offset": 123456789,
+                   "type": "test", "@version": "1"})
+        ),
+        v(json!("cbf022518e97860403160ed8a41847c0db104e63"))
+    );
+    let epoch = json!({"@timestamp": "1970-01-01T00:00:00Z"});
+    assert_eq!(
+        fingerprint(r#"source => "@timestamp" key => "0123""#, epoch.clone()),
+        v(json!("1d5379ec92d86a67cfc642d55aa050ca312d3b9a"))
+    );
+    assert_eq!(
+        fingerprint(r#"source => "@timestamp" method => MURMUR3"#, epoch.clone()),
+        v(json!(743372282))
+    );
+    assert_eq!(
+        fingerprint(r#"source => "@timestamp" method => MURMUR3_128"#, epoch),
+        v(json!("37785b62a8cae473acc315d39b66d86e"))
+    );
+    assert_eq!(
+        fingerprint(
+            r#"source => "@timestamp" method => MURMUR3"#,
+            json!({"@timestamp": "2000-01-01T05:00:00.12Z"})
+        ),
+        v(json!(4263087275u32))
+    );
+    assert_eq!(
+        fingerprint(
+            "method => PUNCTUATION source => \"field1\"",
+            json!({"field1": "PHP Warning:  json_encode() [<a href='function.json-encode'>function.json-encode</a>]: Invalid UTF-8 sequence in argument in /var/www/htdocs/test.php on line 233"})
+        ),
+        v(json!(":_()[<='.-'>.-</>]:-////."))
+    );
+    let id = fingerprint("method => UUID", json!({})).unwrap();
+    let id = id.as_str().unwrap();
+    assert!(id.len() == 36 && id.as_bytes()[14] == b'4', "{id}");
+    assert_ne!(
+        fingerprint("method => UUID", json!({})).unwrap().as_str(),
+        Some(id)
+    );
+
+    let e = one(r#"filter { fingerprint { } }"#, json!({"message": "x"}));
+    assert!(get(&e, "[event][hash]").is_some(), "ECS target");
+    // Not an address: the event goes on unchanged.
+    let e = one(
+        r#"filter { fingerprint { method => IPV4_NETWORK key => "16" source => "ip" add_tag => ["t"] } }"#,
+        json!({"ip": "nope"}),
+    );
+    assert_eq!(get(&e, "[event][hash]"), None);
+    assert!(tags(&e).is_empty());
+    assert!(err(r#"filter { fingerprint { method => IPV4_NETWORK } }"#)
+        .contains("subnet prefix length"));
+    assert!(err(r#"filter { fingerprint { method => CRC32 } }"#).contains("CRC32"));
 }

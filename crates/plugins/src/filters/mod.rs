@@ -5,6 +5,7 @@ pub mod csv;
 pub mod date;
 pub mod dissect;
 pub mod drop;
+pub mod fingerprint;
 pub mod geoip;
 pub mod grok;
 pub mod json;
