@@ -51,6 +51,10 @@ pub fn registry() -> Registry {
     r.add_filter("csv", filters::csv::build);
     r.add_filter("split", filters::split::build);
     r.add_filter("fingerprint", filters::fingerprint::build);
+    r.add_filter("urldecode", filters::urldecode::build);
+    r.add_filter("json_encode", filters::json_encode::build);
+    r.add_filter("uuid", filters::uuid::build);
+    r.add_filter("truncate", filters::truncate::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split and fingerprint filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid and truncate filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -417,4 +417,91 @@ fn fingerprint_sources_concatenation_and_other_methods() {
     assert!(err(r#"filter { fingerprint { method => IPV4_NETWORK } }"#)
         .contains("subnet prefix length"));
     assert!(err(r#"filter { fingerprint { method => CRC32 } }"#).contains("CRC32"));
+}
+
+// ------------------------------------------------- urldecode, json_encode, uuid, truncate
+
+#[test]
+fn urldecode_fields() {
+    let e = one(
+        r#"filter { urldecode { } }"#,
+        json!({"message": "http://example.com?name=Jos%C3%A9%20Garc%C3%ADa+x%2"}),
+    );
+    assert_eq!(
+        get(&e, "message"),
+        v(json!("http://example.com?name=José García+x%2"))
+    );
+    let e = one(
+        r#"filter { urldecode { all_fields => true } }"#,
+        json!({"a": "%41", "b": ["%42", 1], "c": {"d": "%43"}, "n": 5}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("A")));
+    assert_eq!(get(&e, "b"), v(json!(["B", 1])));
+    assert_eq!(get(&e, "[c][d]"), v(json!("C")));
+    assert_eq!(get(&e, "n"), v(json!(5)));
+    // Bytes that are not UTF-8 show as Ruby's inspect shows them.
+    let e = one(
+        r#"filter { urldecode { field => "u" } }"#,
+        json!({"u": "%FFok"}),
+    );
+    assert_eq!(get(&e, "u"), v(json!("\\xFFok")));
+    let e = one(
+        r#"filter { urldecode { field => "u" charset => "ISO-8859-1" } }"#,
+        json!({"u": "caf%E9"}),
+    );
+    assert_eq!(get(&e, "u"), v(json!("café")));
+    // A missing field becomes null, as the plugin sets what it decoded (nil).
+    let e = one(r#"filter { urldecode { field => "u" } }"#, json!({}));
+    assert_eq!(get(&e, "u"), Some(Value::Null));
+}
+
+#[test]
+fn json_encode_uuid_and_truncate() {
+    let e = one(
+        r#"filter { json_encode { source => "h" } json_encode { source => "a" target => "t" } }"#,
+        json!({"h": {"b": [1, 2.5, null], "a": "x"}, "a": "s\"q"}),
+    );
+    assert_eq!(get(&e, "h"), v(json!(r#"{"a":"x","b":[1,2.5,null]}"#)));
+    assert_eq!(get(&e, "t"), v(json!(r#""s\"q""#)));
+    assert_eq!(get(&e, "a"), v(json!("s\"q")));
+    let e = one(r#"filter { json_encode { source => "none" } }"#, json!({}));
+    assert_eq!(get(&e, "none"), v(json!("null")));
+
+    let e = one(
+        r#"filter { uuid { target => "id" } }"#,
+        json!({"id": "kept"}),
+    );
+    assert_eq!(get(&e, "id"), v(json!("kept")));
+    let e = one(
+        r#"filter { uuid { target => "id" overwrite => true } }"#,
+        json!({"id": "kept"}),
+    );
+    let id = get(&e, "id").unwrap();
+    let id = id.as_str().unwrap();
+    assert!(id.len() == 36 && id.as_bytes()[14] == b'4', "{id}");
+    assert!(err(r#"filter { uuid { } }"#).contains("target"));
+
+    let e = one(
+        r#"filter { truncate { length_bytes => 5 add_tag => ["cut"] } }"#,
+        json!({"a": "0123456789", "b": ["héllo wörld", 7], "c": {"d": "abcdefgh"}, "n": 123456789}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("01234")));
+    // Never inside a character: "hé" is 3 bytes, "hél" 4, "héll" 5.
+    assert_eq!(get(&e, "b"), v(json!(["héll", 7])));
+    assert_eq!(get(&e, "[c][d]"), v(json!("abcde")));
+    assert_eq!(get(&e, "n"), v(json!(123456789)));
+    assert_eq!(tags(&e), ["cut"]);
+    let e = one(
+        r#"filter { truncate { length_bytes => 3 fields => ["a"] add_tag => ["cut"] } }"#,
+        json!({"a": "abc", "b": "abcdef"}),
+    );
+    assert_eq!(get(&e, "b"), v(json!("abcdef")));
+    assert!(tags(&e).is_empty(), "nothing was cut");
+    let e = one(
+        r#"filter { truncate { length_bytes => 1 fields => ["a"] } }"#,
+        json!({"a": "é"}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("")));
+    assert!(err(r#"filter { truncate { } }"#).contains("length_bytes"));
+    assert!(err(r#"filter { truncate { length_bytes => -1 } }"#).contains("negative"));
 }
