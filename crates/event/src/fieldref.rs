@@ -99,7 +99,8 @@ impl FieldRef {
         FieldRef::from_segments(vec![Key::from(crate::event::METADATA), Key::from(name)])
     }
 
-    fn from_segments(segments: Vec<Key>) -> FieldRef {
+    /// A reference to the path `segments` (non-empty), taken literally.
+    pub fn from_segments(segments: Vec<Key>) -> FieldRef {
         let metadata = segments
             .first()
             .is_some_and(|s| s == crate::event::METADATA);

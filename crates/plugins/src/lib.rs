@@ -55,6 +55,8 @@ pub fn registry() -> Registry {
     r.add_filter("json_encode", filters::json_encode::build);
     r.add_filter("uuid", filters::uuid::build);
     r.add_filter("truncate", filters::truncate::build);
+    r.add_filter("de_dot", filters::de_dot::build);
+    r.add_filter("prune", filters::prune::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

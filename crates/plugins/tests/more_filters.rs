@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid and truncate filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot and prune filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -504,4 +504,78 @@ fn json_encode_uuid_and_truncate() {
     assert_eq!(get(&e, "a"), v(json!("")));
     assert!(err(r#"filter { truncate { } }"#).contains("length_bytes"));
     assert!(err(r#"filter { truncate { length_bytes => -1 } }"#).contains("negative"));
+}
+
+// ----------------------------------------------------------------------- de_dot and prune
+
+#[test]
+fn de_dot_renames_dotted_fields() {
+    let e = one(
+        r#"filter { de_dot { } }"#,
+        json!({"a.b": 1, "c": {"d.e": 2}, "plain": 3}),
+    );
+    assert_eq!(get(&e, "a_b"), v(json!(1)));
+    assert_eq!(get(&e, "[a.b]"), None);
+    assert_eq!(get(&e, "[c][d.e]"), v(json!(2)), "not recursive");
+    assert_eq!(get(&e, "plain"), v(json!(3)));
+
+    let e = one(
+        r#"filter { de_dot { nested => true recursive => true } }"#,
+        json!({"a.b": 1, "c": {"d.e": {"f.g": 2}}}),
+    );
+    assert_eq!(get(&e, "[a][b]"), v(json!(1)));
+    assert_eq!(get(&e, "[c][d][e][f][g]"), v(json!(2)));
+    assert_eq!(get(&e, "[c][d.e]"), None);
+
+    let e = one(
+        r#"filter { de_dot { separator => "__" fields => ["[x][y.z]", "not.here"] } }"#,
+        json!({"x": {"y.z": 1, "k": 2}, "w.v": 3}),
+    );
+    assert_eq!(get(&e, "[x][y__z]"), v(json!(1)));
+    assert_eq!(get(&e, "[x][k]"), v(json!(2)));
+    assert_eq!(get(&e, "[w.v]"), v(json!(3)), "not in fields");
+    assert!(err(r#"filter { de_dot { separator => "." } }"#).contains("cannot be or contain"));
+}
+
+#[test]
+fn prune_by_names_and_values() {
+    let borat = json!({
+        "firstname": "Borat", "lastname": "Sagdiyev", "hobby": "Cloud", "status": "200",
+        "Borat_saying": "Cloud is not ready", "%{hmm}": "doh", "list": ["a1", "b2", "a3"]
+    });
+    let e = one(r#"filter { prune { } }"#, borat.clone());
+    assert_eq!(
+        get(&e, "[%{hmm}]"),
+        None,
+        "unresolved references go by default"
+    );
+    assert_eq!(get(&e, "lastname"), v(json!("Sagdiyev")));
+
+    let e = one(
+        r#"filter { prune { whitelist_names => ["firstname", "(hobby|status)", "^@"] } }"#,
+        borat.clone(),
+    );
+    assert_eq!(get(&e, "firstname"), v(json!("Borat")));
+    assert_eq!(get(&e, "status"), v(json!("200")));
+    assert_eq!(get(&e, "lastname"), None);
+    assert_eq!(get(&e, "Borat_saying"), None);
+
+    let e = one(
+        r#"filter { prune { whitelist_names => ["firstname", "%{firstname}_saying", "^@"] interpolate => true } }"#,
+        borat.clone(),
+    );
+    assert_eq!(get(&e, "Borat_saying"), v(json!("Cloud is not ready")));
+    assert_eq!(get(&e, "hobby"), None);
+
+    let e = one(
+        r#"filter { prune { blacklist_names => ["name$"] blacklist_values => { "status" => "^2" "list" => "^a" } whitelist_values => { "hobby" => "^Sun" } } }"#,
+        borat,
+    );
+    assert_eq!(get(&e, "firstname"), None);
+    assert_eq!(get(&e, "status"), None);
+    assert_eq!(get(&e, "hobby"), None);
+    assert_eq!(get(&e, "list"), v(json!(["b2"])));
+    assert_eq!(get(&e, "Borat_saying"), v(json!("Cloud is not ready")));
+    assert!(err(r#"filter { prune { whitelist_names => ["("] } }"#)
+        .contains("invalid regular expression"));
 }

@@ -3,6 +3,7 @@
 pub mod clone;
 pub mod csv;
 pub mod date;
+pub mod de_dot;
 pub mod dissect;
 pub mod drop;
 pub mod fingerprint;
@@ -12,6 +13,7 @@ pub mod json;
 pub mod json_encode;
 pub mod kv;
 pub mod mutate;
+pub mod prune;
 pub mod split;
 pub mod syslog_pri;
 pub mod truncate;
