@@ -55,19 +55,22 @@ pub fn parse_line(
         return Ok(Some(Vec::new()));
     }
     let mut fields = Vec::new();
-    let mut rest = text;
+    // Where the row separator next appears (found again only once passed).
+    let mut row_end: Option<usize> = None;
+    let mut at = 0;
     loop {
+        let rest = &text[at..];
         let field;
         if let Some(q) = quote.filter(|&q| rest.starts_with(q)) {
             // A quoted field: `qq` is one quote; it ends at a lone quote.
             let mut value = String::new();
             let mut body = &rest[q.len_utf8()..];
             loop {
-                let Some(at) = body.find(q) else {
+                let Some(i) = body.find(q) else {
                     return Err(Malformed::UnclosedQuote);
                 };
-                value.push_str(&body[..at]);
-                body = &body[at + q.len_utf8()..];
+                value.push_str(&body[..i]);
+                body = &body[i + q.len_utf8()..];
                 if body.starts_with(q) {
                     value.push(q);
                     body = &body[q.len_utf8()..];
@@ -79,14 +82,18 @@ pub fn parse_line(
                 return Err(Malformed::AfterQuotedField);
             }
             field = Some(value);
-            rest = body;
+            at = text.len() - body.len();
         } else {
-            let end = [rest.find(sep), rest.find(row_sep)]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(rest.len());
-            let value = &rest[..end];
+            let row = match row_end {
+                Some(r) if r >= at => r,
+                _ => {
+                    let r = rest.find(row_sep).map_or(text.len(), |i| at + i);
+                    row_end = Some(r);
+                    r
+                }
+            };
+            let end = text[at..row].find(sep).map_or(row, |i| at + i);
+            let value = &text[at..end];
             if quote.is_some_and(|q| value.contains(q)) {
                 return Err(Malformed::IllegalQuoting);
             }
@@ -94,12 +101,13 @@ pub fn parse_line(
                 return Err(Malformed::NewLineInUnquoted);
             }
             field = (!value.is_empty()).then(|| value.to_owned());
-            rest = &rest[end..];
+            at = end;
         }
         fields.push(field);
-        match rest.strip_prefix(sep) {
-            Some(after) => rest = after,
-            None => return Ok(Some(fields)),
+        if text[at..].starts_with(sep) {
+            at += sep.len();
+        } else {
+            return Ok(Some(fields));
         }
     }
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Events/s through each filter of issue 16, each next to `mutate { add_field }` (the baseline)
+# measured in the same run: generator → FILTER → null, one message shaped for the filter.
+# Runs are interleaved so that every filter sees the same machine load; each figure is the
+# median of RUNS runs, with the CPU seconds per million events (the steadier figure).
+#
+#   bench/filters.sh [EVENTS] [RUNS]     (defaults 1,000,000 and 3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+N=${1:-1000000}
+RUNS=${2:-3}
+cargo build --release --quiet
+BIN=target/release/sluice
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$TMP/settings"
+printf 'api.enabled: false\npath.data: %s\n' "$TMP/data" > "$TMP/settings/sluice.yml"
+
+CSV='2026-11-24T10:00:00Z,192.168.1.20,GET,/index.html,200,5120,"Mozilla/5.0 (X11; Linux x86_64)"'
+# name | message (no single quotes) | filter
+SCENARIOS=(
+  "mutate add_field (baseline)|$CSV|mutate { add_field => { \"a\" => \"b\" } }"
+  "csv, 7 columns|$CSV|csv { columns => [\"ts\", \"ip\", \"verb\", \"path\", \"status\", \"bytes\", \"agent\"] convert => { \"status\" => \"integer\" \"bytes\" => \"integer\" } }"
+  "split, 2 parts (events/s counted on input)|first part;second part|split { terminator => \";\" }"
+  "fingerprint SHA1|$CSV|fingerprint { method => SHA1 }"
+  "fingerprint MURMUR3|$CSV|fingerprint { method => MURMUR3 }"
+  "fingerprint SHA256, 2 sources concatenated|$CSV|fingerprint { method => SHA256 source => [\"message\", \"host\"] concatenate_sources => true }"
+  "urldecode|/search?q=caf%C3%A9%20au%20lait&lang=fr|urldecode { }"
+  "json_encode|$CSV|json_encode { source => \"[host]\" target => \"h\" }"
+  "uuid|$CSV|uuid { target => \"id\" }"
+  "truncate to 32 bytes|$CSV|truncate { length_bytes => 32 fields => [\"message\"] }"
+  "de_dot, every field|$CSV|mutate { add_field => { \"a.b\" => \"c\" } } de_dot { }"
+  "prune, whitelist|$CSV|prune { whitelist_names => [\"^message\$\", \"^@\"] }"
+)
+
+machine
+echo "events: $N per run, runs: $RUNS (interleaved); medians"
+echo
+echo "| filter | events/s | ratio to mutate add_field | CPU s / M events |"
+echo "|---|---|---|---|"
+declare -A RATE=() CPU=()
+for _ in $(seq "$RUNS"); do
+  for i in "${!SCENARIOS[@]}"; do
+    IFS='|' read -r name message filter <<<"${SCENARIOS[$i]}"
+    config="input { generator { count => $N message => '$message' } } filter { $filter } output { null {} }"
+    r=$(rate_and_cpu "$N" "$BIN" --path.settings "$TMP/settings" --log.level error -e "$config")
+    read -r rate cpu <<<"$r"
+    RATE[$i]="${RATE[$i]:-} $rate"
+    CPU[$i]="${CPU[$i]:-} $cpu"
+  done
+done
+base=$(echo "${RATE[0]}" | median)
+for i in "${!SCENARIOS[@]}"; do
+  IFS='|' read -r name _ _ <<<"${SCENARIOS[$i]}"
+  r=$(echo "${RATE[$i]}" | median)
+  c=$(echo "${CPU[$i]}" | median)
+  echo "| $name | $r | $(ratio "$r" "$base") | $c |"
+done
