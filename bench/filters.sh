@@ -17,6 +17,14 @@ trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$TMP/settings"
 printf 'api.enabled: false\npath.data: %s\n' "$TMP/data" > "$TMP/settings/sluice.yml"
 
+# A 1,000,000-entry dictionary for translate (JSON), and how long loading it takes.
+python3 - "$TMP/dict.json" <<'PY'
+import json, sys
+json.dump({f"key{i}": f"value number {i}" for i in range(1000000)}, open(sys.argv[1], "w"))
+PY
+TIMEFORMAT='%R'
+load=$({ time "$BIN" --path.settings "$TMP/settings" --log.level error -t -e "filter { translate { source => \"message\" target => \"t\" dictionary_path => \"$TMP/dict.json\" } }" > /dev/null; } 2>&1)
+
 CSV='2026-11-24T10:00:00Z,192.168.1.20,GET,/index.html,200,5120,"Mozilla/5.0 (X11; Linux x86_64)"'
 # name | message (no single quotes) | filter
 SCENARIOS=(
@@ -31,10 +39,12 @@ SCENARIOS=(
   "uuid|$CSV|uuid { target => \"id\" }"
   "truncate to 32 bytes|$CSV|truncate { length_bytes => 32 fields => [\"message\"] }"
   "de_dot, every field|$CSV|mutate { add_field => { \"a.b\" => \"c\" } } de_dot { }"
+  "translate, exact, 1M-entry JSON dictionary|key123456|translate { source => \"message\" target => \"t\" dictionary_path => \"$TMP/dict.json\" }"
   "prune, whitelist|$CSV|prune { whitelist_names => [\"^message\$\", \"^@\"] }"
 )
 
 machine
+echo "translate: loading the 1,000,000-entry JSON dictionary (sluice -t): $load s"
 echo "events: $N per run, runs: $RUNS (interleaved); medians"
 echo
 echo "| filter | events/s | ratio to mutate add_field | CPU s / M events |"

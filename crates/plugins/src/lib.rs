@@ -57,6 +57,7 @@ pub fn registry() -> Registry {
     r.add_filter("truncate", filters::truncate::build);
     r.add_filter("de_dot", filters::de_dot::build);
     r.add_filter("prune", filters::prune::build);
+    r.add_filter("translate", filters::translate::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

@@ -1,9 +1,11 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot and prune filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune and translate filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
 
 use common::{get, one, run_filters, v};
+
+use std::time::Duration;
 
 use serde_json::json;
 use sluice_event::Value;
@@ -578,4 +580,198 @@ fn prune_by_names_and_values() {
     assert_eq!(get(&e, "Borat_saying"), v(json!("Cloud is not ready")));
     assert!(err(r#"filter { prune { whitelist_names => ["("] } }"#)
         .contains("invalid regular expression"));
+}
+
+// ------------------------------------------------------------------------------- translate
+
+fn translated(config: &str, input: serde_json::Value, field: &str) -> Option<Value> {
+    get(&one(config, input), field)
+}
+
+#[test]
+fn translate_inline_dictionaries() {
+    let cfg = r#"filter { translate { source => "status" target => "text" dictionary => { "200" => "OK" "404" => "Not Found" "n" => 5 } fallback => "no %{status}" add_tag => ["t"] } }"#;
+    let e = one(cfg, json!({"status": 200}));
+    assert_eq!(
+        get(&e, "text"),
+        v(json!("OK")),
+        "a number is looked up as its text"
+    );
+    assert_eq!(tags(&e), ["t"]);
+    assert_eq!(
+        translated(cfg, json!({"status": "404"}), "text"),
+        v(json!("Not Found"))
+    );
+    assert_eq!(
+        translated(cfg, json!({"status": ["n", "x"]}), "text"),
+        v(json!(5))
+    );
+    assert_eq!(
+        translated(cfg, json!({"status": "500"}), "text"),
+        v(json!("no 500"))
+    );
+    // An existing target is kept unless override.
+    assert_eq!(
+        translated(cfg, json!({"status": "200", "text": "mine"}), "text"),
+        v(json!("mine"))
+    );
+    let cfg = r#"filter { translate { field => "status" destination => "text" override => true dictionary => ["200", "OK"] } }"#;
+    assert_eq!(
+        translated(cfg, json!({"status": "200", "text": "mine"}), "text"),
+        v(json!("OK"))
+    );
+    // No match, no fallback: untouched, unmatched.
+    let e = one(
+        r#"filter { translate { source => "s" target => "t" dictionary => { "a" => "b" } add_tag => ["t"] } }"#,
+        json!({"s": "zzz"}),
+    );
+    assert_eq!(get(&e, "t"), None);
+    assert!(tags(&e).is_empty());
+    // ECS: in place by default.
+    assert_eq!(
+        translated(
+            r#"filter { translate { source => "s" dictionary => { "a" => "b" } } }"#,
+            json!({"s": "a"}),
+            "s"
+        ),
+        v(json!("b"))
+    );
+    assert_eq!(
+        translated(
+            r#"filter { translate { source => "s" ecs_compatibility => disabled dictionary => { "a" => "b" } } }"#,
+            json!({"s": "a"}),
+            "translation"
+        ),
+        v(json!("b"))
+    );
+}
+
+#[test]
+fn translate_regex_fuzzy_and_iterate_on() {
+    let cfg = r#"filter { translate { source => "s" target => "t" regex => true dictionary => { "^err" => "error" "or$" => "ends" "." => "any" } } }"#;
+    assert_eq!(
+        translated(cfg, json!({"s": "error"}), "t"),
+        v(json!("error")),
+        "first key that matches"
+    );
+    assert_eq!(
+        translated(cfg, json!({"s": "mirror"}), "t"),
+        v(json!("ends"))
+    );
+    assert_eq!(translated(cfg, json!({"s": "x"}), "t"), v(json!("any")));
+    let cfg = r#"filter { translate { source => "s" target => "t" exact => false dictionary => { "dog" => "cat" "a.b" => "X" } } }"#;
+    assert_eq!(
+        translated(cfg, json!({"s": "a dog and a.b and axb"}), "t"),
+        v(json!("a cat and X and axb"))
+    );
+    assert_eq!(translated(cfg, json!({"s": "nothing"}), "t"), None);
+
+    let cfg = r#"filter { translate { source => "codes" iterate_on => "codes" target => "names" dictionary => { "1" => "one" "2" => "two" } fallback => "?" } }"#;
+    assert_eq!(
+        translated(cfg, json!({"codes": ["1", 2, "3"]}), "names"),
+        v(json!(["one", "two", "?"]))
+    );
+    let cfg = r#"filter { translate { source => "[code]" iterate_on => "[items]" target => "[name]" dictionary => { "1" => "one" } } }"#;
+    let e = one(
+        cfg,
+        json!({"items": [{"code": "1"}, {"code": "9"}, {"other": 1}]}),
+    );
+    assert_eq!(get(&e, "[items][0][name]"), v(json!("one")));
+    assert_eq!(get(&e, "[items][1][name]"), None);
+
+    assert!(
+        err(r#"filter { translate { dictionary => { "a" => "b" } } }"#).contains("No source field")
+    );
+    assert!(
+        err(r#"filter { translate { source => "a" field => "b" } }"#)
+            .contains("only set the `source")
+    );
+    assert!(
+        err(r#"filter { translate { source => "a" target => "a" override => false } }"#)
+            .contains("in-place")
+    );
+    assert!(err(
+        r#"filter { translate { source => "a" dictionary_path => "/nonexistent/d.yml" } }"#
+    )
+    .contains("dictionary_path"));
+}
+
+#[test]
+fn translate_dictionary_files_and_reloads() {
+    let dir = std::env::temp_dir().join(format!("sluice-translate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let yaml = dir.join("d.yml");
+    std::fs::write(&yaml, "\"100\": Continue\n200: OK\nnested: {a: [1, 2]}\n").unwrap();
+    let json_file = dir.join("d.json");
+    std::fs::write(&json_file, "\u{feff}{\"k\": \"from json\", \"n\": 1.5}").unwrap();
+    let csv_file = dir.join("d.csv");
+    std::fs::write(&csv_file, "k,from csv\n\"a,b\",\"quoted, value\"\n").unwrap();
+    let with = |path: &std::path::Path, s: &str| {
+        translated(
+            &format!(
+                r#"filter {{ translate {{ source => "s" target => "t" dictionary_path => "{}" }} }}"#,
+                path.display()
+            ),
+            json!({ "s": s }),
+            "t",
+        )
+    };
+    assert_eq!(with(&yaml, "100"), v(json!("Continue")));
+    assert_eq!(with(&yaml, "200"), v(json!("OK")));
+    assert_eq!(with(&yaml, "nested"), v(json!({"a": [1, 2]})));
+    assert_eq!(with(&json_file, "k"), v(json!("from json")));
+    assert_eq!(with(&json_file, "n"), v(json!(1.5)));
+    assert_eq!(with(&csv_file, "k"), v(json!("from csv")));
+    assert_eq!(with(&csv_file, "a,b"), v(json!("quoted, value")));
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"unclosed\": ").unwrap();
+    assert!(err(&format!(
+        r#"filter {{ translate {{ source => "s" dictionary_path => "{}" }} }}"#,
+        bad.display()
+    ))
+    .contains("when loading dictionary file"));
+    let txt = dir.join("d.txt");
+    std::fs::write(&txt, "x").unwrap();
+    assert!(err(&format!(
+        r#"filter {{ translate {{ source => "s" dictionary_path => "{}" }} }}"#,
+        txt.display()
+    ))
+    .contains("non valid format"));
+
+    // Reloads, without rebuilding the filter: merge keeps old keys, replace drops them.
+    for (behaviour, old_kept) in [("merge", true), ("replace", false)] {
+        let file = dir.join(format!("{behaviour}.yml"));
+        std::fs::write(&file, "a: one\n").unwrap();
+        let config = format!(
+            r#"filter {{ translate {{ source => "s" target => "t" dictionary_path => "{}" refresh_interval => 1 refresh_behaviour => {behaviour} }} }}"#,
+            file.display()
+        );
+        let parsed = sluice_config::parse("test", &config).unwrap();
+        let registry = sluice_plugins::registry();
+        let compiled = sluice_pipeline::graph::compile(&parsed, &registry).unwrap();
+        let mut chain = compiled.filter_chain();
+        let look = |chain: &mut sluice_pipeline::graph::FilterChain, s: &str| {
+            let mut events = vec![sluice_event::Event::from_map(
+                match Value::from(json!({ "s": s })) {
+                    Value::Object(m) => m,
+                    _ => unreachable!(),
+                },
+            )];
+            chain.run(&mut events);
+            get(&events[0], "t")
+        };
+        assert_eq!(look(&mut chain, "a"), v(json!("one")));
+        std::thread::sleep(Duration::from_millis(1100));
+        std::fs::write(&file, "b: two\n").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while look(&mut chain, "b").is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{behaviour}: not reloaded"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(look(&mut chain, "a").is_some(), old_kept, "{behaviour}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

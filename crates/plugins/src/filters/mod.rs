@@ -16,6 +16,7 @@ pub mod mutate;
 pub mod prune;
 pub mod split;
 pub mod syslog_pri;
+pub mod translate;
 pub mod truncate;
 pub mod urldecode;
 pub mod useragent;
