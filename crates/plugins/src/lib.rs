@@ -58,6 +58,11 @@ pub fn registry() -> Registry {
     r.add_filter("de_dot", filters::de_dot::build);
     r.add_filter("prune", filters::prune::build);
     r.add_filter("translate", filters::translate::build);
+    r.add_filter("bytes", filters::bytes::build);
+    r.add_filter("age", filters::age::build);
+    r.add_filter("environment", filters::environment::build);
+    r.add_filter("sleep", filters::sleep::build);
+    r.add_filter("cidr", filters::cidr::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

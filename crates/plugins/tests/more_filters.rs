@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune and translate filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep and cidr filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -773,5 +773,112 @@ fn translate_dictionary_files_and_reloads() {
         }
         assert_eq!(look(&mut chain, "a").is_some(), old_kept, "{behaviour}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------ bytes, age, environment, sleep, cidr
+
+#[test]
+fn bytes_sizes() {
+    let b = |options: &str, text: serde_json::Value| {
+        let e = one(
+            &format!(r#"filter {{ bytes {{ source => "s" target => "n" {options} }} }}"#),
+            json!({ "s": text }),
+        );
+        (get(&e, "n"), tags(&e))
+    };
+    assert_eq!(b("", json!("1024")).0, v(json!(1024)));
+    assert_eq!(b("", json!("1 KB")).0, v(json!(1024)));
+    assert_eq!(b("", json!("1.5kb")).0, v(json!(1536)));
+    assert_eq!(b("", json!(" 10M ")).0, v(json!(10485760)));
+    assert_eq!(b("", json!("3,072 b")).0, v(json!(3072)));
+    assert_eq!(
+        b(r#"conversion_method => metric"#, json!("2.5 GB")).0,
+        v(json!(2500000000i64))
+    );
+    assert_eq!(
+        b(r#"decimal_separator => ",""#, json!("1.024,5 KB")).0,
+        v(json!(1049088))
+    );
+    for bad in [json!("1.2.3 KB"), json!("lots"), json!("KB"), json!(12)] {
+        assert_eq!(
+            b("", bad.clone()),
+            (None, vec!["_bytesparsefailure".to_owned()]),
+            "{bad}"
+        );
+    }
+    assert!(err(r#"filter { bytes { } }"#).contains("target"));
+}
+
+#[test]
+fn age_environment_and_sleep() {
+    let e = one(
+        r#"filter { age { } }"#,
+        json!({"@timestamp": "2000-01-01T00:00:00Z"}),
+    );
+    match get(&e, "[@metadata][age]") {
+        Some(Value::Float(f)) => assert!(f > 7.8e8, "{f}"),
+        other => panic!("{other:?}"),
+    }
+    std::env::set_var("SLUICE_ENV_FILTER_TEST", "from env");
+    let e = one(
+        r#"filter { environment { add_metadata_from_env => { "a" => "SLUICE_ENV_FILTER_TEST" "b" => "SLUICE_NOT_SET_ANYWHERE" } } }"#,
+        json!({}),
+    );
+    assert_eq!(get(&e, "[@metadata][a]"), v(json!("from env")));
+    assert_eq!(get(&e, "[@metadata][b]"), Some(Value::Null));
+
+    let started = std::time::Instant::now();
+    let out = run_filters(
+        r#"filter { sleep { time => "0.1" every => 2 } }"#,
+        &[json!({}), json!({}), json!({}), json!({})],
+    )
+    .unwrap();
+    assert_eq!(out.len(), 4);
+    // Two sleeps of 0.1 s for four events (a lower bound only: no upper bound on a busy machine).
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert!(err(r#"filter { sleep { } }"#).contains("time"));
+}
+
+#[test]
+fn cidr_matches_addresses_in_networks() {
+    let cfg = r#"filter { cidr { address => ["%{ip}"] network => ["192.168.0.0/24", "10.0.0.0/8,2001:db8::/32"] add_tag => ["internal"] } }"#;
+    for (ip, inside) in [
+        ("192.168.0.7", true),
+        ("10.200.0.1", true),
+        ("2001:db8::5", true),
+        ("192.168.1.7", false),
+        ("not an ip", false),
+    ] {
+        let e = one(cfg, json!({ "ip": ip }));
+        assert_eq!(tags(&e) == ["internal"], inside, "{ip}");
+    }
+    let e = one(
+        r#"filter { cidr { address_field => "ips" network => ["%{net}"] add_tag => ["in"] } }"#,
+        json!({"ips": ["8.8.8.8", "172.16.5.4"], "net": "172.16.0.0/12"}),
+    );
+    assert_eq!(tags(&e), ["in"]);
+
+    let dir = std::env::temp_dir().join(format!("sluice-cidr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let list = dir.join("nets.txt");
+    std::fs::write(&list, "10.0.0.0/8;192.168.0.0/16").unwrap();
+    let e = one(
+        &format!(
+            r#"filter {{ cidr {{ address => ["%{{ip}}"] network_path => "{}" separator => ";" add_tag => ["in"] }} }}"#,
+            list.display()
+        ),
+        json!({"ip": "192.168.44.1"}),
+    );
+    assert_eq!(tags(&e), ["in"]);
+    assert!(err(&format!(
+        r#"filter {{ cidr {{ address => ["x"] network_path => "{}" network => ["1.0.0.0/8"] }} }}"#,
+        list.display()
+    ))
+    .contains("mutually exclusive"));
+    assert!(
+        err(r#"filter { cidr { network_path => "/nonexistent/nets" } }"#)
+            .contains("network list is invalid")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
