@@ -574,3 +574,56 @@ fn printing_commands_end_quietly_on_a_closed_pipe() {
     assert!(out.status.success(), "{}: {err}", out.status);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The csv codec: lines of a file decoded into columns (a bad line falls back to `message`),
+/// and events encoded as CSV lines with a header, quoted as Ruby's CSV writes them.
+#[test]
+fn csv_codec_decodes_and_encodes() {
+    let dir = temp_dir("csv-codec");
+    let input = dir.join("in.csv");
+    std::fs::write(&input, "name,count\nbob,3\n\"x,y\",\"4\"\nbad\"quote,1\n").unwrap();
+    let config = format!(
+        r#"input {{ file {{ path => "{}" mode => read exit_after_read => true sincedb_path => "/dev/null"
+             file_completed_action => log file_completed_log_path => "{}"
+             codec => csv {{ autodetect_column_names => true convert => {{ "count" => "integer" }} }} }} }}
+           output {{ stdout {{ codec => json_lines }} }}"#,
+        input.display(),
+        dir.join("done.log").display()
+    );
+    let out = run_with_stdin(&["-w", "1", "-e", &config], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(
+        (&events[0]["name"], &events[0]["count"]),
+        (&serde_json::json!("bob"), &serde_json::json!(3))
+    );
+    assert_eq!(events[1]["name"], "x,y");
+    assert_eq!(events[1]["event"]["original"], "\"x,y\",\"4\"");
+    assert_eq!(events[2]["message"], "bad\"quote,1");
+    assert_eq!(events[2]["tags"], serde_json::json!(["_csvparsefailure"]));
+
+    let out = run_with_stdin(
+        &[
+            "-w",
+            "1",
+            "-e",
+            r#"input { generator { count => 2 message => 'a "quoted", text' } }
+               output { stdout { codec => csv { columns => ["message", "[event][sequence]", "missing"] include_headers => true } } }"#,
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "message,[event][sequence],missing\n\"a \"\"quoted\"\", text\",0,\n\"a \"\"quoted\"\", text\",1,\n"
+    );
+}

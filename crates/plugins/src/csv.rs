@@ -1,5 +1,6 @@
-//! CSV text as Ruby's standard `csv` library reads it, which is what Logstash's csv filter
-//! and codec call: [`parse_line`] is `CSV.parse_line(text, col_sep:, quote_char:)`, and
+//! CSV text as Ruby's standard `csv` library reads and writes it, which is what Logstash's csv
+//! filter and codec call: [`parse_line`] is `CSV.parse_line(text, col_sep:, quote_char:)`,
+//! [`generate_line`] is `CSV.generate_line(fields, col_sep:, quote_char:)`, and
 //! [`Convert`] is the library's `:integer`, `:float`, `:date` and `:date_time` converters
 //! (with the plugin's own `:boolean`).
 //!
@@ -110,6 +111,33 @@ pub fn parse_line(
             return Ok(Some(fields));
         }
     }
+}
+
+/// One row of text, as Ruby writes it: a field is quoted (its quotes doubled) when it holds
+/// the separator, a quote, `\r` or `\n`, or is empty; a missing (nil) field is nothing;
+/// the row ends with `\n`.
+pub fn generate_line(fields: &[Option<String>], sep: &str, quote: Option<char>, out: &mut Vec<u8>) {
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(sep.as_bytes());
+        }
+        let Some(text) = f else { continue };
+        let needs = text.is_empty()
+            || text.contains(sep)
+            || text.contains(['\r', '\n'])
+            || quote.is_some_and(|q| text.contains(q));
+        match quote.filter(|_| needs) {
+            Some(q) => {
+                let mut buf = [0u8; 4];
+                let q_text: &str = q.encode_utf8(&mut buf);
+                out.extend_from_slice(q_text.as_bytes());
+                out.extend_from_slice(text.replace(q, &format!("{q}{q}")).as_bytes());
+                out.extend_from_slice(q_text.as_bytes());
+            }
+            None => out.extend_from_slice(text.as_bytes()),
+        }
+    }
+    out.push(b'\n');
 }
 
 /// A column conversion (`convert => { "col" => "integer" }`).
@@ -402,6 +430,27 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(fields[2].as_deref(), Some("\"sesame\" street"));
+    }
+
+    #[test]
+    fn writes_lines_as_ruby() {
+        let mut out = Vec::new();
+        let fields = [
+            Some("a".to_owned()),
+            None,
+            Some(String::new()),
+            Some("b,c".to_owned()),
+            Some("say \"hi\"".to_owned()),
+            Some("two\nlines".to_owned()),
+        ];
+        generate_line(&fields, ",", Some('"'), &mut out);
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            "a,,\"\",\"b,c\",\"say \"\"hi\"\"\",\"two\nlines\"\n"
+        );
+        // What it writes reads back the same.
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(parse_line(&text, ",", Some('"')).unwrap().unwrap(), fields);
     }
 
     #[test]

@@ -82,5 +82,6 @@ pub fn registry() -> Registry {
     r.add_codec("rubydebug", codecs::rubydebug::build);
     r.add_codec("dots", codecs::dots::build);
     r.add_codec("multiline", codecs::multiline::build);
+    r.add_codec("csv", codecs::csv::build);
     r
 }

@@ -2,6 +2,7 @@
 //! caller's buffer so an output can encode a whole batch into one write.
 
 pub mod charset;
+pub mod csv;
 pub mod dots;
 pub mod json;
 pub mod json_lines;
