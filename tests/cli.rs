@@ -627,3 +627,45 @@ fn csv_codec_decodes_and_encodes() {
         "message,[event][sequence],missing\n\"a \"\"quoted\"\", text\",0,\n\"a \"\"quoted\"\", text\",1,\n"
     );
 }
+
+/// The es_bulk codec: action and document lines become events with the action's metadata;
+/// a delete has no document; a line that is not JSON is skipped.
+#[test]
+fn es_bulk_codec_reads_bulk_requests() {
+    let bulk = concat!(
+        "{\"index\":{\"_index\":\"logs\",\"_id\":\"1\"}}\n",
+        "{\"message\":\"first\",\"n\":1}\n",
+        "not json\n",
+        "{\"delete\":{\"_index\":\"logs\",\"_id\":\"2\"}}\n",
+        "{\"create\":{\"_index\":\"other\"}}\n",
+        "{\"message\":\"second\"}"
+    );
+    let out = run_with_stdin(
+        &[
+            "-w",
+            "1",
+            "-e",
+            r#"input { stdin { codec => es_bulk { } } }
+               filter { mutate { copy => { "[@metadata][codec][es_bulk]" => "bulk" } } }
+               output { stdout { codec => json_lines } }"#,
+        ],
+        bulk,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(events[0]["message"], "first");
+    assert_eq!(
+        events[0]["bulk"],
+        serde_json::json!({"_index": "logs", "_id": "1", "action": "index"})
+    );
+    assert_eq!(events[1]["bulk"]["action"], "delete");
+    assert!(events[1].get("message").is_none());
+    assert_eq!(events[2]["message"], "second");
+    assert_eq!(events[2]["bulk"]["_index"], "other");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("JSON parse failure"));
+}

@@ -83,5 +83,6 @@ pub fn registry() -> Registry {
     r.add_codec("dots", codecs::dots::build);
     r.add_codec("multiline", codecs::multiline::build);
     r.add_codec("csv", codecs::csv::build);
+    r.add_codec("es_bulk", codecs::es_bulk::build);
     r
 }

@@ -4,6 +4,7 @@
 pub mod charset;
 pub mod csv;
 pub mod dots;
+pub mod es_bulk;
 pub mod json;
 pub mod json_lines;
 pub mod line;
