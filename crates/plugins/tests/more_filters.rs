@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep and cidr filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr and tld filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -881,4 +881,49 @@ fn cidr_matches_addresses_in_networks() {
             .contains("network list is invalid")
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------------------------- tld
+
+#[test]
+fn tld_splits_domains_as_the_public_suffix_gem() {
+    let parts = |name: &str| {
+        get(
+            &one(r#"filter { tld { source => "d" } }"#, json!({ "d": name })),
+            "tld",
+        )
+    };
+    assert_eq!(
+        parts("google.com"),
+        v(
+            json!({"tld": "com", "top_level_domain": "com", "sld": "google", "trd": null, "domain": "google.com", "subdomain": null})
+        )
+    );
+    assert_eq!(
+        parts("google.co.uk"),
+        v(
+            json!({"tld": "co.uk", "top_level_domain": "co.uk", "sld": "google", "trd": null, "domain": "google.co.uk", "subdomain": null})
+        )
+    );
+    assert_eq!(
+        parts("www.google.com"),
+        v(
+            json!({"tld": "com", "top_level_domain": "com", "sld": "google", "trd": "www", "domain": "google.com", "subdomain": "www.google.com"})
+        )
+    );
+    assert_eq!(
+        parts("foo.bar.google.es"),
+        v(
+            json!({"tld": "es", "top_level_domain": "es", "sld": "google", "trd": "foo.bar", "domain": "google.es", "subdomain": "foo.bar.google.es"})
+        )
+    );
+    for not_a_domain in ["co.uk", "example.notarealtld", "not a host", "a..b.com", ""] {
+        assert_eq!(parts(not_a_domain), None, "{not_a_domain:?}");
+    }
+    let e = one(
+        r#"filter { tld { source => "d" target => "[x][y]" add_tag => ["t"] } }"#,
+        json!({"d": "blog.example.org"}),
+    );
+    assert_eq!(get(&e, "[x][y][domain]"), v(json!("example.org")));
+    assert_eq!(tags(&e), ["t"]);
 }

@@ -21,6 +21,7 @@ pub mod prune;
 pub mod sleep;
 pub mod split;
 pub mod syslog_pri;
+pub mod tld;
 pub mod translate;
 pub mod truncate;
 pub mod urldecode;
