@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr and tld filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld and xml filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -926,4 +926,103 @@ fn tld_splits_domains_as_the_public_suffix_gem() {
     );
     assert_eq!(get(&e, "[x][y][domain]"), v(json!("example.org")));
     assert_eq!(tags(&e), ["t"]);
+}
+
+// ------------------------------------------------------------------------------------- xml
+
+/// Cases of logstash-filter-xml's spec (XmlSimple's reading).
+#[test]
+fn xml_store_xml_as_xmlsimple() {
+    let xml = |options: &str, raw: serde_json::Value| {
+        let e = one(
+            &format!(r#"filter {{ xml {{ source => "raw" target => "data" {options} }} }}"#),
+            json!({ "raw": raw }),
+        );
+        (get(&e, "data"), tags(&e))
+    };
+    let ok = |v: serde_json::Value| (Some(Value::from(v)), Vec::<String>::new());
+    assert_eq!(
+        xml("", json!(r#"<foo key="value"/>"#)),
+        ok(json!({"key": "value"}))
+    );
+    assert_eq!(
+        xml("", json!("<foo><key>value1</key><key>value2</key></foo>")),
+        ok(json!({"key": ["value1", "value2"]}))
+    );
+    assert_eq!(
+        xml("", json!("<foo><key1><key2>value</key2></key1></foo>")),
+        ok(json!({"key1": [{"key2": ["value"]}]}))
+    );
+    assert_eq!(
+        xml("", json!([r#"<foo bar="baz"/>"#])),
+        ok(json!({"bar": "baz"}))
+    );
+    let failed = (None, vec!["_xmlparsefailure".to_owned()]);
+    for bad in [
+        json!([r#"<foo bar="baz"/>"#, "jojoba"]),
+        json!([]),
+        json!({"foo": "bar"}),
+        json!([{"foo": "bar"}]),
+        json!("<foo /"),
+        json!("<a><b></a>"),
+        json!("<a/><b/>"),
+    ] {
+        assert_eq!(xml("", bad.clone()), failed, "{bad}");
+    }
+    assert_eq!(
+        xml(
+            "force_array => false",
+            json!("<foo><bar>Content</bar></foo>")
+        ),
+        ok(json!({"bar": "Content"}))
+    );
+    assert_eq!(
+        xml(
+            "suppress_empty => false",
+            json!("<foo><key>value1</key><key></key></foo>")
+        ),
+        ok(json!({"key": ["value1", {}]}))
+    );
+    assert_eq!(
+        xml("", json!("<foo><key>value1</key><key></key></foo>")),
+        ok(json!({"key": ["value1"]}))
+    );
+    let cases = r#"<opt><x>text1</x><y a="2">text2</y></opt>"#;
+    assert_eq!(
+        xml("force_array => false", json!(cases)),
+        ok(json!({"x": "text1", "y": {"a": "2", "content": "text2"}}))
+    );
+    assert_eq!(
+        xml("force_array => false force_content => true", json!(cases)),
+        ok(json!({"x": {"content": "text1"}, "y": {"a": "2", "content": "text2"}}))
+    );
+    // Namespaces: attributes keep their written names, elements their local names;
+    // entities, CDATA and mixed content.
+    assert_eq!(
+        xml(
+            "force_array => false",
+            json!(
+                r#"<Event xmlns="urn:e" xmlns:h="urn:h"><h:div n="1 &lt; 2">a &amp; <![CDATA[<b>]]>&#233;</h:div><m>text<i>x</i>more</m></Event>"#
+            )
+        ),
+        ok(
+            json!({"xmlns": "urn:e", "xmlns:h": "urn:h", "div": {"n": "1 < 2", "content": "a & <b>é"}, "m": {"i": "x", "content": ["text", "more"]}})
+        )
+    );
+    // Left alone: no source, blank text.
+    let e = one(
+        r#"filter { xml { source => "raw" target => "data" } }"#,
+        json!({"raw": "  "}),
+    );
+    assert!(get(&e, "data").is_none() && tags(&e).is_empty());
+
+    assert!(err(r#"filter { xml { source => "raw" } }"#).contains("'target' must also be set"));
+    assert!(err(
+        r#"filter { xml { source => "raw" target => "d" xpath => { "/a/text()" => "t" } } }"#
+    )
+    .contains("not supported"));
+    assert!(err(
+        r#"filter { xml { source => "raw" target => "d" parse_options => "strict, bogus" } }"#
+    )
+    .contains("unsupported parse option"));
 }

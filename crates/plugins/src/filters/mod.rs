@@ -27,3 +27,4 @@ pub mod truncate;
 pub mod urldecode;
 pub mod useragent;
 pub mod uuid;
+pub mod xml;
