@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld and xml filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml and dns filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -1025,4 +1025,146 @@ fn xml_store_xml_as_xmlsimple() {
         r#"filter { xml { source => "raw" target => "d" parse_options => "strict, bogus" } }"#
     )
     .contains("unsupported parse option"));
+}
+
+// ------------------------------------------------------------------------------------- dns
+
+/// A DNS server on loopback: `example.test` is 10.1.2.3, 10.1.2.3 is `host.example.test`
+/// (and `bücher.test` through IDNA), `slow.test` is never answered, the rest is NXDOMAIN.
+/// Returns its address and the count of queries it received.
+fn dns_server() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use hickory_proto::op::{Message, OpCode, ResponseCode};
+    use hickory_proto::rr::rdata::{A, PTR};
+    use hickory_proto::rr::{Name, RData, Record, RecordType};
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        loop {
+            let Ok((n, from)) = socket.recv_from(&mut buf) else {
+                return;
+            };
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let Ok(query) = Message::from_vec(&buf[..n]) else {
+                continue;
+            };
+            let q = query.queries[0].clone();
+            let name = q.name().to_ascii().to_lowercase();
+            let mut reply = Message::response(query.metadata.id, OpCode::Query);
+            reply.add_query(q.clone());
+            let answer = match (name.as_str(), q.query_type()) {
+                ("slow.test.", _) => continue,
+                ("example.test.", RecordType::A) | ("xn--bcher-kva.test.", RecordType::A) => {
+                    Some(RData::A(A("10.1.2.3".parse().unwrap())))
+                }
+                ("example.test.", _) => None,
+                ("3.2.1.10.in-addr.arpa.", RecordType::PTR) => Some(RData::PTR(PTR(
+                    Name::from_ascii("host.example.test.").unwrap(),
+                ))),
+                _ => {
+                    reply.metadata.response_code = ResponseCode::NXDomain;
+                    None
+                }
+            };
+            if let Some(data) = answer {
+                reply.add_answer(Record::from_rdata(q.name().clone(), 60, data));
+            }
+            let _ = socket.send_to(&reply.to_vec().unwrap(), from);
+        }
+    });
+    (addr, count)
+}
+
+#[test]
+fn dns_forward_reverse_caches_and_timeouts() {
+    use std::sync::atomic::Ordering;
+    let (server, queries) = dns_server();
+    let cfg = |rest: &str| {
+        format!(
+            r#"filter {{ dns {{ nameserver => ["{server}"] timeout => 0.2 max_retries => 1 add_tag => ["dns"] {rest} }} }}"#
+        )
+    };
+    let e = one(
+        &cfg(r#"resolve => ["host"]"#),
+        json!({"host": "example.test"}),
+    );
+    assert_eq!(get(&e, "host"), v(json!(["example.test", "10.1.2.3"])));
+    assert_eq!(tags(&e), ["dns"]);
+    let e = one(
+        &cfg(r#"resolve => ["host"] action => replace"#),
+        json!({"host": "bücher.test"}),
+    );
+    assert_eq!(get(&e, "host"), v(json!("10.1.2.3")), "IDNA");
+    let e = one(
+        &cfg(r#"reverse => ["ip"] action => replace"#),
+        json!({"ip": ["10.1.2.3"]}),
+    );
+    assert_eq!(get(&e, "ip"), v(json!(["host.example.test"])));
+    let e = one(&cfg(r#"reverse => ["ip"]"#), json!({"ip": "10.1.2.3"}));
+    assert_eq!(get(&e, "ip"), v(json!(["10.1.2.3", "host.example.test"])));
+    // Not found: unchanged, unmatched, untagged.
+    let e = one(
+        &cfg(r#"resolve => ["host"]"#),
+        json!({"host": "nothing.test"}),
+    );
+    assert_eq!(get(&e, "host"), v(json!("nothing.test")));
+    assert!(tags(&e).is_empty());
+    // Several values, or not an address for reverse: stopped.
+    let e = one(&cfg(r#"resolve => ["host"]"#), json!({"host": ["a", "b"]}));
+    assert!(tags(&e).is_empty());
+    let e = one(&cfg(r#"reverse => ["ip"]"#), json!({"ip": "not-an-ip"}));
+    assert_eq!(get(&e, "ip"), v(json!("not-an-ip")));
+    // No answer at all: tagged after the retries.
+    let before = queries.load(Ordering::SeqCst);
+    let e = one(&cfg(r#"resolve => ["host"]"#), json!({"host": "slow.test"}));
+    assert_eq!(tags(&e), ["_dnstimeout"]);
+    assert!(queries.load(Ordering::SeqCst) - before >= 2, "retried");
+
+    // The hit cache answers repeated lookups without asking the server again.
+    let before = queries.load(Ordering::SeqCst);
+    let out = run_filters(
+        &cfg(r#"resolve => ["host"] hit_cache_size => 10 failed_cache_size => 10"#),
+        &[
+            json!({"host": "example.test"}),
+            json!({"host": "example.test"}),
+            json!({"host": "nothing.test"}),
+            json!({"host": "nothing.test"}),
+        ],
+    )
+    .unwrap();
+    assert_eq!(get(&out[1], "host"), v(json!(["example.test", "10.1.2.3"])));
+    let asked = queries.load(Ordering::SeqCst) - before;
+    // One A query for example.test; nothing.test: its candidates once (A and AAAA).
+    assert!(asked <= 3, "{asked} queries: the caches did not answer");
+
+    // hostsfile without nameserver: no DNS.
+    let dir = std::env::temp_dir().join(format!("sluice-dns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "# comment\n192.0.2.7 fromfile.test alias\n").unwrap();
+    let e = one(
+        &format!(
+            r#"filter {{ dns {{ hostsfile => ["{}"] resolve => ["a", "b"] action => replace }} }}"#,
+            hosts.display()
+        ),
+        json!({"a": "alias", "b": "example.test"}),
+    );
+    assert_eq!(get(&e, "a"), v(json!("192.0.2.7")));
+    assert_eq!(get(&e, "b"), v(json!("example.test")));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    assert!(
+        err(r#"filter { dns { nameserver => { search => ["x"] } } }"#)
+            .contains("must include `address`")
+    );
+    assert!(
+        err(r#"filter { dns { nameserver => { address => ["1.1.1.1"] ndots => 0 } } }"#)
+            .contains("ndots")
+    );
+    assert!(err(r#"filter { dns { nameserver => ["not an ip"] } }"#).contains("not an IP address"));
 }

@@ -8,6 +8,7 @@ pub mod csv;
 pub mod date;
 pub mod de_dot;
 pub mod dissect;
+pub mod dns;
 pub mod drop;
 pub mod environment;
 pub mod fingerprint;
