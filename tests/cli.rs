@@ -669,3 +669,60 @@ fn es_bulk_codec_reads_bulk_requests() {
     assert_eq!(events[2]["bulk"]["_index"], "other");
     assert!(String::from_utf8_lossy(&out.stderr).contains("JSON parse failure"));
 }
+
+/// The periodic flush: the metrics filter's event comes out every 5 s while the pipeline is
+/// idle (standard input open, nothing read), goes through the filters after it (the mutate)
+/// and not the conditional branch it does not match, with the filter's own `add_tag`.
+#[test]
+fn metrics_are_flushed_periodically_by_idle_workers() {
+    use std::io::{BufRead, BufReader};
+    let mut child = sluice()
+        .args([
+            "-w",
+            "2",
+            "-e",
+            r#"input { stdin { } }
+               filter {
+                 if [message] =~ /^x/ { metrics { meter => ["events", "by_%{message}"] add_tag => ["metric"] } }
+                 mutate { add_field => { "after" => "yes" } }
+               }
+               output { stdout { codec => json_lines } }"#,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(40));
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"x1\nx1\nx2\nother\n").unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut metric = None;
+    for _ in 0..6 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let e: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if e["tags"] == serde_json::json!(["metric"]) {
+            metric = Some(e);
+            break;
+        }
+        assert_eq!(e["after"], "yes", "{e}");
+    }
+    // It came with standard input still open: only the periodic flush can have made it.
+    let metric = metric.expect("a metric event");
+    assert_eq!(metric["events"]["count"], 3, "{metric}");
+    assert_eq!(metric["by_x1"]["count"], 2);
+    assert_eq!(metric["by_x2"]["count"], 1);
+    assert!(metric["events"]["rate_1m"].is_f64());
+    assert_eq!(
+        metric["after"], "yes",
+        "the filters after metrics ran on it"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

@@ -280,6 +280,62 @@ impl FilterChain {
         out
     }
 
+    /// Whether any filter asks for the periodic flush.
+    pub fn wants_periodic_flush(&self) -> bool {
+        self.filters.iter().any(|(f, _)| f.wants_periodic_flush())
+    }
+
+    /// Logstash's periodic flush: each filter that asks for it releases events, which get its
+    /// common options and go through the filters that follow it (the rest of its branch, then
+    /// what follows each enclosing conditional), as events that filter made.
+    pub fn periodic_flush(&mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        for i in 0..self.filters.len() {
+            let (filter, common) = &mut self.filters[i];
+            if !filter.wants_periodic_flush() {
+                continue;
+            }
+            let mut released = Vec::new();
+            filter.flush_periodic(&mut released);
+            if released.is_empty() {
+                continue;
+            }
+            if !common.is_empty() {
+                for e in &mut released {
+                    common.apply(e);
+                }
+            }
+            let tree = Arc::clone(&self.tree);
+            self.run_after(i, &tree, &mut released);
+            out.append(&mut released);
+        }
+        out
+    }
+
+    /// Runs `events` through what follows filter `target` in `nodes`; false when `target` is
+    /// not in them.
+    fn run_after(&mut self, target: usize, nodes: &[Node], events: &mut Vec<Event>) -> bool {
+        for (k, node) in nodes.iter().enumerate() {
+            let found = match node {
+                Node::Plugin(i) => *i == target,
+                Node::If {
+                    branches,
+                    otherwise,
+                } => {
+                    branches
+                        .iter()
+                        .any(|(_, body)| self.run_after(target, body, events))
+                        || self.run_after(target, otherwise, events)
+                }
+            };
+            if found {
+                self.nodes(&nodes[k + 1..], events);
+                return true;
+            }
+        }
+        false
+    }
+
     fn nodes(&mut self, nodes: &[Node], events: &mut Vec<Event>) {
         for node in nodes {
             match node {

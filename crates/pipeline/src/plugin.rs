@@ -19,6 +19,9 @@ use sluice_event::{Event, FieldRef, Template, Value};
 use crate::dead_letter::DeadLetterQueue;
 use crate::queue::EventQueue;
 
+/// How often filters that ask for it are flushed (Logstash's flusher runs every 5 s).
+pub const PERIODIC_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub trait Filter: Send {
     /// Processes one event. Returns `true` when the filter did its job on it (Logstash's
     /// `filter_matched`), `false` when it failed or did not apply.
@@ -36,6 +39,17 @@ pub trait Filter: Send {
 
     /// Called when the pipeline shuts down, for filters that hold events back.
     fn flush(&mut self, _emit: &mut Vec<Event>) {}
+
+    /// True for filters that release events on a timer (Logstash's periodic flush: metrics,
+    /// aggregate timeouts): each worker then calls [`Filter::flush_periodic`] on its
+    /// instance every [`PERIODIC_FLUSH`], busy or idle.
+    fn wants_periodic_flush(&self) -> bool {
+        false
+    }
+
+    /// The periodic flush: the events released go through the filters after this one (with
+    /// its `add_field`/`add_tag` applied) and on to the outputs.
+    fn flush_periodic(&mut self, _emit: &mut Vec<Event>) {}
 
     /// Moves the events this filter set aside for the dead letter queue (each with why) into
     /// `out`. A filter asked to (`dlq_on_failure`) takes a failed event out of the batch:

@@ -66,6 +66,9 @@ pub trait EventQueue: Send + Sync {
     }
     /// No more pushes; readers drain the rest.
     fn close(&self);
+    /// Readers waiting on an empty queue return an empty batch now (nothing to ack): the
+    /// tick of the periodic flush, so that idle workers flush their filters too.
+    fn wake_readers(&self) {}
     /// No more pushes, and readers stop without draining (a persisted queue keeps what is
     /// left, even with `queue.drain`): the pipeline stopped delivering.
     fn close_without_drain(&self) {
@@ -290,6 +293,10 @@ impl EventQueue for MemoryEventQueue {
         self.queue.close();
     }
 
+    fn wake_readers(&self) {
+        self.queue.wake_readers();
+    }
+
     fn len(&self) -> usize {
         self.queue.len()
     }
@@ -407,6 +414,10 @@ impl EventQueue for PersistedEventQueue {
 
     fn close(&self) {
         self.queue.close();
+    }
+
+    fn wake_readers(&self) {
+        self.queue.wake_readers();
     }
 
     fn close_without_drain(&self) {

@@ -132,8 +132,10 @@ pub fn start(
     });
 
     let mut workers = Vec::with_capacity(settings.workers.max(1));
+    let mut periodic_flush = false;
     for w in 0..settings.workers.max(1) {
         let mut chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
+        periodic_flush |= chain.wants_periodic_flush();
         if settings.replay_safe_ids {
             chain.derive_replay_ids(&settings.id);
         }
@@ -143,6 +145,27 @@ pub fn start(
                 .name(format!("[{}]>worker{w}", settings.id))
                 .spawn(move || worker_loop(&shared, chain, w))?,
         );
+    }
+
+    if periodic_flush {
+        // Wakes idle workers so that they flush too (busy ones flush between batches).
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name(format!("[{}]-flusher", settings.id))
+            .spawn(move || {
+                let tick = Duration::from_millis(100);
+                let mut waited = Duration::ZERO;
+                while !shared.finished.load(Ordering::Relaxed)
+                    && !shared.halted.load(Ordering::Relaxed)
+                {
+                    std::thread::sleep(tick);
+                    waited += tick;
+                    if waited >= crate::plugin::PERIODIC_FLUSH {
+                        waited = Duration::ZERO;
+                        shared.queue.wake_readers();
+                    }
+                }
+            })?;
     }
 
     let inputs_running = Arc::new(AtomicUsize::new(inputs.len()));
@@ -217,10 +240,21 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     // Filters (grok, geoip...) allocate most of an event in this thread: free it here.
     let recycle = chain.is_empty();
     let mut sampler = BatchSampler::new(shared.metrics.batch.mode);
+    let periodic = chain.wants_periodic_flush();
+    let mut last_flush = Instant::now();
     while !shared.halted.load(Ordering::Relaxed) {
+        if periodic && last_flush.elapsed() >= crate::plugin::PERIODIC_FLUSH {
+            last_flush = Instant::now();
+            let released = chain.periodic_flush();
+            deliver_released(shared, &mut chain, released, worker);
+        }
         let Some(batch) = shared.queue.read_batch(s.batch_size, s.batch_delay) else {
             break;
         };
+        if batch.events.is_empty() {
+            // Woken for the periodic flush (nothing was read, nothing to ack).
+            continue;
+        }
         if sampler.sample() {
             shared.metrics.batch.record(&batch.events);
         }
@@ -246,18 +280,32 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         counters.record_batch(n, n, started.elapsed());
     }
     let mut rest = chain.flush();
-    if !rest.is_empty() && !shared.halted.load(Ordering::Relaxed) {
-        let started = Instant::now();
+    if !rest.is_empty() {
         chain.run(&mut rest);
-        chain.send_dead_letters(shared.dlq.as_deref());
-        rest.retain(|e| !e.is_cancelled());
-        let n = rest.len() as u64;
-        if !deliver(shared, &rest, worker) {
-            shared.given_up.fetch_add(n, Ordering::Relaxed);
-            shared.halt();
-        }
-        counters.record_batch(n, n, started.elapsed());
     }
+    deliver_released(shared, &mut chain, rest, worker);
+}
+
+/// Delivers events filters released (at a periodic or the final flush; already through the
+/// filters that follow theirs) to the outputs. They come from no queue: nothing to ack.
+fn deliver_released(
+    shared: &Shared,
+    chain: &mut FilterChain,
+    mut events: Vec<Event>,
+    worker: usize,
+) {
+    if events.is_empty() || shared.halted.load(Ordering::Relaxed) {
+        return;
+    }
+    let started = Instant::now();
+    chain.send_dead_letters(shared.dlq.as_deref());
+    events.retain(|e| !e.is_cancelled());
+    let n = events.len() as u64;
+    if !deliver(shared, &events, worker) {
+        shared.given_up.fetch_add(n, Ordering::Relaxed);
+        shared.halt();
+    }
+    shared.metrics.workers[worker].record_batch(n, n, started.elapsed());
 }
 
 /// Routes a batch to the outputs and writes each output's share. The per-output lists are

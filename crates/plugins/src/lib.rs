@@ -66,6 +66,7 @@ pub fn registry() -> Registry {
     r.add_filter("tld", filters::tld::build);
     r.add_filter("xml", filters::xml::build);
     r.add_filter("dns", filters::dns::build);
+    r.add_filter("metrics", filters::metrics::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

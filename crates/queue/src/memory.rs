@@ -3,7 +3,8 @@
 //! One mutex guards a `VecDeque`; writers append a whole batch under it (or as much as fits,
 //! then wait for room), readers take up to a batch under it. Two condition variables wake
 //! readers when items arrive and writers when room appears; each side counts its sleepers so
-//! that a push or a read with nobody waiting makes no wake-up system call.
+//! that a push or a read with nobody waiting makes no wake-up system call. [`MemoryQueue::wake_readers`]
+//! makes readers waiting on an empty queue return an empty batch (a periodic flush's tick).
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -20,6 +21,8 @@ struct State<T> {
     readers_waiting: usize,
     /// Writers asleep on `writable`.
     writers_waiting: usize,
+    /// Counts [`MemoryQueue::wake_readers`] calls.
+    wakes: u64,
 }
 
 pub struct MemoryQueue<T> {
@@ -39,6 +42,7 @@ impl<T> MemoryQueue<T> {
                 closed: false,
                 readers_waiting: 0,
                 writers_waiting: 0,
+                wakes: 0,
             }),
             capacity,
             readable: Condvar::new(),
@@ -96,9 +100,13 @@ impl<T> MemoryQueue<T> {
     pub fn read_batch(&self, max: usize, delay: Duration) -> Option<Vec<T>> {
         let max = max.max(1);
         let mut st = self.lock();
+        let wakes = st.wakes;
         while st.items.is_empty() {
             if st.closed {
                 return None;
+            }
+            if st.wakes != wakes {
+                return Some(Vec::new());
             }
             st.readers_waiting += 1;
             st = self.readable.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -135,6 +143,15 @@ impl<T> MemoryQueue<T> {
         Some(batch)
     }
 
+    /// Readers waiting for items on an empty queue return an empty batch now.
+    pub fn wake_readers(&self) {
+        let mut st = self.lock();
+        st.wakes += 1;
+        if st.readers_waiting > 0 {
+            self.readable.notify_all();
+        }
+    }
+
     /// Stops accepting items. Readers drain what is queued, then get `None`.
     pub fn close(&self) {
         self.lock().closed = true;
@@ -152,6 +169,22 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::thread;
+
+    #[test]
+    fn woken_readers_return_an_empty_batch() {
+        let q = Arc::new(MemoryQueue::<u32>::new(10));
+        let r = {
+            let q = q.clone();
+            thread::spawn(move || q.read_batch(5, Duration::ZERO))
+        };
+        while q.lock().readers_waiting == 0 {
+            thread::sleep(Duration::from_millis(1));
+        }
+        q.wake_readers();
+        assert_eq!(r.join().unwrap(), Some(vec![]));
+        q.push(vec![1]).unwrap();
+        assert_eq!(q.read_batch(5, Duration::ZERO), Some(vec![1]));
+    }
 
     #[test]
     fn batches_are_bounded_and_drained_after_close() {

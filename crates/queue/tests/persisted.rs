@@ -599,3 +599,31 @@ fn a_checkpoint_taken_mid_rollover_is_no_gap_and_replays_no_acked_page() {
         assert!(!s.names().contains(&"page.2".to_owned()));
     }
 }
+
+/// A reader waiting on an empty queue returns an empty batch when woken (a periodic flush's
+/// tick); acking it changes nothing, and what is pushed next is read as before.
+#[test]
+fn a_woken_reader_returns_an_empty_batch_that_acks_nothing() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    push(&q, 0..3);
+    let first = q.read_batch(10, Duration::ZERO).unwrap();
+    let reader = {
+        let q = Arc::clone(&q);
+        std::thread::spawn(move || q.read_batch(10, Duration::ZERO))
+    };
+    // Woken again until it returns: a wake before it started waiting is not its own.
+    while !reader.is_finished() {
+        q.wake_readers();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let woken = reader.join().unwrap().unwrap();
+    assert!(woken.records.is_empty());
+    assert_eq!(woken.token, sluice_queue::persisted::EMPTY_BATCH);
+    q.ack(woken.token);
+    assert_eq!(q.stats().unacked_events, 3);
+    q.ack(first.token);
+    assert_eq!(q.stats().unacked_events, 0);
+    push(&q, 3..5);
+    assert_eq!(drain(&q, true), names(3..5));
+}

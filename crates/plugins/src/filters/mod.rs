@@ -17,6 +17,7 @@ pub mod grok;
 pub mod json;
 pub mod json_encode;
 pub mod kv;
+pub mod metrics;
 pub mod mutate;
 pub mod prune;
 pub mod sleep;

@@ -32,7 +32,7 @@ use crate::repeated::Repeated;
 use crate::scan::RecordCursor;
 use crate::storage::{QueueFile, Storage};
 
-pub use reader::RawBatch;
+pub use reader::{RawBatch, EMPTY_BATCH};
 
 /// The `queue.*` settings the queue itself uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,6 +158,8 @@ struct State {
     /// Events lost to damage: found at open (missing pages, gaps) or skipped by the reader.
     lost: u64,
     full_logged: bool,
+    /// Counts [`PersistedQueue::wake_readers`] calls.
+    wakes: u64,
 }
 
 /// Figures for `queue inspect`, the monitoring API and tests.
@@ -371,6 +373,7 @@ impl PersistedQueue {
                 stopping_flusher: false,
                 flusher_done: false,
                 flush_requested: false,
+                wakes: 0,
                 checkpoint_dirty: true,
                 acks_since_checkpoint: 0,
                 unsynced_files: Vec::new(),
@@ -413,6 +416,13 @@ impl PersistedQueue {
     /// `None` once the queue is closed (and, with `queue.drain`, empty).
     pub fn read_batch(&self, max: usize, delay: Duration) -> Option<RawBatch> {
         self.inner.read_batch(max, delay)
+    }
+
+    /// Readers waiting on an empty queue return an empty batch now (token
+    /// [`EMPTY_BATCH`], which acks nothing): a periodic flush's tick.
+    pub fn wake_readers(&self) {
+        lock(&self.inner.state).wakes += 1;
+        self.inner.changed.notify_all();
     }
 
     /// Marks a batch's records as processed. Unknown tokens are ignored.

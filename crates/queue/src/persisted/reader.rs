@@ -28,6 +28,16 @@ pub struct RawBatch {
     pub token: u64,
 }
 
+/// The token of the empty batch a woken reader returns; acking it does nothing.
+pub const EMPTY_BATCH: u64 = u64::MAX;
+
+/// What a reader does next.
+enum Planned {
+    Read(Plan),
+    /// Woken with nothing to read.
+    Woken,
+}
+
 pub(super) struct Reader {
     page: u64,
     cursor: RecordCursor,
@@ -72,7 +82,17 @@ impl Inner {
         let mut deadline: Option<Instant> = None;
         let mut read_errors: Option<Repeated> = None;
         loop {
-            let plan = self.plan_read(&mut r, max, delay, &mut deadline)?;
+            let plan = match self.plan_read(&mut r, max, delay, &mut deadline)? {
+                Planned::Read(plan) => plan,
+                Planned::Woken => {
+                    return Some(RawBatch {
+                        data: Vec::new(),
+                        records: Vec::new(),
+                        first_seq: 0,
+                        token: EMPTY_BATCH,
+                    })
+                }
+            };
             let (batch, loss, failed) = read_records(&mut r, &plan);
             if let Some(e) = failed {
                 read_errors
@@ -112,8 +132,9 @@ impl Inner {
         max: u64,
         delay: Duration,
         deadline: &mut Option<Instant>,
-    ) -> Option<Plan> {
+    ) -> Option<Planned> {
         let mut st = lock(&self.state);
+        let wakes = st.wakes;
         loop {
             if st.closed && !(self.cfg.drain && !st.no_drain && st.unacked > 0) {
                 return None;
@@ -121,6 +142,9 @@ impl Inner {
             // Move on past pages that are fully read or gone.
             let pos = st.pages.iter().position(|p| p.num >= r.page);
             let Some(pos) = pos else {
+                if st.wakes != wakes {
+                    return Some(Planned::Woken);
+                }
                 st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
                 continue;
             };
@@ -134,6 +158,9 @@ impl Inner {
             }
             let available = p.end_seq().saturating_sub(r.cursor.seq);
             if available == 0 {
+                if st.wakes != wakes {
+                    return Some(Planned::Woken);
+                }
                 st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
                 continue;
             }
@@ -173,12 +200,12 @@ impl Inner {
                     }
                 },
             };
-            return Some(Plan {
+            return Some(Planned::Read(Plan {
                 file,
                 limit,
                 end_seq,
                 take: available.min(max),
-            });
+            }));
         }
     }
 
