@@ -67,6 +67,9 @@ pub fn registry() -> Registry {
     r.add_filter("xml", filters::xml::build);
     r.add_filter("dns", filters::dns::build);
     r.add_filter("metrics", filters::metrics::build);
+    r.add_filter("elapsed", filters::elapsed::build);
+    r.add_filter("throttle", filters::throttle::build);
+    r.add_filter("aggregate", filters::aggregate::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml and dns filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml, dns, elapsed and throttle filters (and aggregate's refusal) (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -1167,4 +1167,96 @@ fn dns_forward_reverse_caches_and_timeouts() {
             .contains("ndots")
     );
     assert!(err(r#"filter { dns { nameserver => ["not an ip"] } }"#).contains("not an IP address"));
+}
+
+// ------------------------------------------------------------------- elapsed and throttle
+
+/// A filter chain kept across calls (state, periodic flushes).
+fn chain(config: &str) -> sluice_pipeline::graph::FilterChain {
+    let parsed = sluice_config::parse("test", config).unwrap();
+    let registry = sluice_plugins::registry();
+    sluice_pipeline::graph::compile(&parsed, &registry)
+        .unwrap()
+        .filter_chain()
+}
+
+fn events(inputs: &[serde_json::Value]) -> Vec<sluice_event::Event> {
+    inputs
+        .iter()
+        .map(|j| match Value::from(j.clone()) {
+            Value::Object(m) => sluice_event::Event::from_map(m),
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+#[test]
+fn elapsed_matches_starts_and_ends() {
+    let mut c = chain(
+        r#"filter { elapsed { start_tag => "start" end_tag => "end" unique_id_field => "id" timeout => 10 } }"#,
+    );
+    let mut batch = events(&[
+        json!({"id": 1, "tags": ["start"], "@timestamp": "2026-01-01T00:00:00.000Z"}),
+        json!({"id": 1, "tags": ["start"], "@timestamp": "2026-01-01T00:00:01.000Z"}),
+        json!({"id": 2, "tags": ["start"], "@timestamp": "2026-01-01T00:00:00.000Z"}),
+        json!({"id": 1, "tags": ["end"], "@timestamp": "2026-01-01T00:00:02.500Z"}),
+        json!({"id": 3, "tags": ["end"]}),
+    ]);
+    c.run(&mut batch);
+    assert_eq!(
+        get(&batch[3], "elapsed_time"),
+        v(json!(2.5)),
+        "from the first start"
+    );
+    assert_eq!(tags(&batch[3]), ["end", "elapsed", "elapsed_match"]);
+    match get(&batch[3], "elapsed_timestamp_start") {
+        Some(Value::Timestamp(t)) => assert_eq!(t.to_iso8601(), "2026-01-01T00:00:00.000Z"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(tags(&batch[4]), ["end", "elapsed_end_without_start"]);
+    // Id 2 never ends: expired after two periodic flushes (5 s each, timeout 10).
+    assert!(c.periodic_flush().is_empty());
+    std::thread::sleep(Duration::from_millis(4100));
+    let expired = c.periodic_flush();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(tags(&expired[0]), ["elapsed", "elapsed_expired_error"]);
+    assert_eq!(get(&expired[0], "id"), v(json!(2)));
+    assert_eq!(get(&expired[0], "elapsed_time"), v(json!(10.0)));
+
+    let out = run_filters(
+        r#"filter { elapsed { start_tag => "s" end_tag => "e" unique_id_field => "id" new_event_on_match => true keep_start_event => last add_tag => ["seen"] } }"#,
+        &[
+            json!({"id": "a", "tags": ["s"], "@timestamp": "2026-01-01T00:00:00Z"}),
+            json!({"id": "a", "tags": ["s"], "@timestamp": "2026-01-01T00:00:01Z"}),
+            json!({"id": "a", "tags": ["e"], "@timestamp": "2026-01-01T00:00:04Z"}),
+        ],
+    )
+    .unwrap();
+    assert_eq!(out.len(), 4);
+    assert_eq!(
+        get(&out[3], "elapsed_time"),
+        v(json!(3.0)),
+        "from the last start"
+    );
+    assert_eq!(tags(&out[3]), ["elapsed", "elapsed_match", "seen"]);
+    assert_eq!(tags(&out[2]), ["e", "seen"]);
+}
+
+#[test]
+fn throttle_counts_per_key_and_slot() {
+    let cfg = r#"filter { throttle { key => "%{host}" before_count => 2 after_count => 3 period => 60 add_tag => ["throttled"] } }"#;
+    let inputs: Vec<serde_json::Value> = (0..5)
+        .map(|i| json!({"host": "a", "@timestamp": format!("2026-01-01T00:00:{i:02}Z")}))
+        .chain([json!({"host": "b", "@timestamp": "2026-01-01T00:00:00Z"})])
+        .chain([json!({"host": "a", "@timestamp": "2026-01-01T00:01:10Z"})])
+        .collect();
+    let out = run_filters(cfg, &inputs).unwrap();
+    let throttled: Vec<bool> = out.iter().map(|e| tags(e) == ["throttled"]).collect();
+    // a: 1st (< 2) and 4th, 5th (> 3) throttled; b's first too; a's next minute starts over.
+    assert_eq!(throttled, [true, false, false, true, true, true, true]);
+    assert!(err(r#"filter { throttle { } }"#).contains("key"));
+    assert!(
+        err(r#"filter { aggregate { task_id => "%{id}" code => "map['a'] = 1" } }"#)
+            .contains("cannot run Ruby yet")
+    );
 }

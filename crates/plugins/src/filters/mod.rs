@@ -1,6 +1,7 @@
 //! Filters: run inside workers, one instance per worker, one event at a time.
 
 pub mod age;
+pub mod aggregate;
 pub mod bytes;
 pub mod cidr;
 pub mod clone;
@@ -10,6 +11,7 @@ pub mod de_dot;
 pub mod dissect;
 pub mod dns;
 pub mod drop;
+pub mod elapsed;
 pub mod environment;
 pub mod fingerprint;
 pub mod geoip;
@@ -23,6 +25,7 @@ pub mod prune;
 pub mod sleep;
 pub mod split;
 pub mod syslog_pri;
+pub mod throttle;
 pub mod tld;
 pub mod translate;
 pub mod truncate;
