@@ -91,5 +91,7 @@ pub fn registry() -> Registry {
     r.add_codec("multiline", codecs::multiline::build);
     r.add_codec("csv", codecs::csv::build);
     r.add_codec("es_bulk", codecs::es_bulk::build);
+    r.add_codec("msgpack", codecs::msgpack::build);
+    r.add_codec("fluent", codecs::fluent::build);
     r
 }
