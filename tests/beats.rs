@@ -38,7 +38,9 @@ fn acked(o: &Output) -> String {
 /// (prefix, n) → times seen, from a file of JSON lines.
 fn seen(path: &Path) -> BTreeMap<(String, i64), usize> {
     let mut m = BTreeMap::new();
-    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    // Complete lines only: the last may be half written while the test reads.
+    for line in text.rfind('\n').map_or("", |end| &text[..end]).lines() {
         let v: serde_json::Value =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
         let msg = v["message"].as_str().unwrap_or_default();

@@ -16,6 +16,8 @@ fn events(path: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
+        // Complete lines only: the last may be half written while the test reads.
+        let text = text.rfind('\n').map_or("", |end| &text[..end]);
         if text.lines().count() >= n || Instant::now() > deadline {
             return text
                 .lines()

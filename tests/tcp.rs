@@ -16,9 +16,12 @@ use std::time::{Duration, Instant};
 use net_support::{certs, connect, free_port};
 use run_support::{temp_dir, Run};
 
+/// The complete lines of the output file (the last one may be half written while the test
+/// reads).
 fn json_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
         .collect()
