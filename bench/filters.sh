@@ -40,6 +40,16 @@ SCENARIOS=(
   "truncate to 32 bytes|$CSV|truncate { length_bytes => 32 fields => [\"message\"] }"
   "de_dot, every field|$CSV|mutate { add_field => { \"a.b\" => \"c\" } } de_dot { }"
   "translate, exact, 1M-entry JSON dictionary|key123456|translate { source => \"message\" target => \"t\" dictionary_path => \"$TMP/dict.json\" }"
+  "bytes|1.5 KB|bytes { target => \"n\" }"
+  "age|$CSV|age { }"
+  "environment|$CSV|environment { add_metadata_from_env => { \"home\" => \"HOME\" } }"
+  "cidr, 3 networks|10.20.30.40|cidr { address => [\"%{message}\"] network => [\"192.168.0.0/16\", \"172.16.0.0/12\", \"10.0.0.0/8\"] add_tag => [\"internal\"] }"
+  "tld|www.example.co.uk|tld { }"
+  "xml, store_xml|<event><id>42</id><user name=\"bob\">login ok</user></event>|xml { source => \"message\" target => \"doc\" }"
+  "dns, reverse from /etc/hosts|127.0.0.1|dns { reverse => [\"message\"] hostsfile => [\"/etc/hosts\"] action => replace }"
+  "metrics, one meter|$CSV|metrics { meter => [\"events\"] }"
+  "elapsed, no matching tags|$CSV|elapsed { start_tag => \"s\" end_tag => \"e\" unique_id_field => \"message\" }"
+  "throttle|$CSV|throttle { key => \"%{[host][name]}\" after_count => 1000000000 }"
   "prune, whitelist|$CSV|prune { whitelist_names => [\"^message\$\", \"^@\"] }"
 )
 
