@@ -726,3 +726,87 @@ fn metrics_are_flushed_periodically_by_idle_workers() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// The cef codec: headers, extensions by the CEF dictionary (ECS or legacy names), escapes,
+/// values with spaces and unescaped `=`, dotted and indexed keys, timestamps in the device's
+/// zone, a failure event, and encoding back.
+#[test]
+fn cef_codec_decodes_and_encodes() {
+    let lines = concat!(
+        "CEF:0|security|threatmanager|1.0|100|trojan successfully stopped|10|src=10.0.0.192 dst=12.121.122.82 spt=1232\n",
+        "Sep 19 08:26:10 host CEF:0|sec\\|urity|tm\\\\x|1.0|100|name|2| src=10.0.0.1  moo=this =has = equals\\= msg=line\\nbreak ad.field[0]=f0 ad.Error_,Code=32 dproc=Internet Explorer x\n",
+        "CEF:0|FooBar|Web Gateway|1.2|200|Success|2|rt=Sep 07 2018 14:50:39 dtz=Europe/Moscow cat=Access Log request='https://x/?a=b' cs1= cs1Label=Foo Bar\n",
+        "this is not cef\n",
+    );
+    let run = |codec: &str| {
+        let out = run_with_stdin(
+            &[
+                "-w",
+                "1",
+                "-e",
+                &format!(
+                    r#"input {{ stdin {{ codec => cef {{ delimiter => "\n" {codec} }} }} }} output {{ stdout {{ codec => json_lines }} }}"#
+                ),
+            ],
+            lines,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_lines(&String::from_utf8_lossy(&out.stdout))
+    };
+    let e = run("");
+    assert_eq!(e.len(), 4, "{e:?}");
+    assert_eq!(e[0]["cef"]["version"], "0");
+    assert_eq!(e[0]["observer"]["vendor"], "security");
+    assert_eq!(e[0]["event"]["severity"], "10");
+    assert_eq!(e[0]["source"]["ip"], "10.0.0.192");
+    assert_eq!(e[0]["source"]["port"], "1232");
+    assert_eq!(e[1]["log"]["syslog"]["header"], "Sep 19 08:26:10 host");
+    assert_eq!(e[1]["observer"]["vendor"], "sec|urity");
+    assert_eq!(e[1]["observer"]["product"], "tm\\x");
+    assert_eq!(e[1]["moo"], "this =has = equals=");
+    assert_eq!(e[1]["message"], "line\nbreak");
+    assert_eq!(e[1]["ad.field"]["0"], "f0");
+    assert_eq!(e[1]["ad.Error_,Code"], "32");
+    assert_eq!(
+        e[1]["destination"]["process"]["name"],
+        "Internet Explorer x"
+    );
+    // rt in the device's zone (Moscow, UTC+3 since 2014): the event's @timestamp.
+    assert_eq!(e[2]["@timestamp"], "2018-09-07T11:50:39.000Z");
+    assert_eq!(e[2]["event"]["timezone"], "Europe/Moscow");
+    assert_eq!(e[2]["url"]["original"], "'https://x/?a=b'");
+    assert_eq!(e[2]["cef"]["device_custom_string_1"]["label"], "Foo Bar");
+    assert_eq!(e[3]["message"], "this is not cef");
+    assert_eq!(e[3]["tags"], serde_json::json!(["_cefparsefailure"]));
+
+    let legacy = run("ecs_compatibility => disabled");
+    assert_eq!(legacy[0]["sourceAddress"], "10.0.0.192");
+    assert_eq!(legacy[0]["deviceVendor"], "security");
+    assert_eq!(legacy[2]["deviceReceiptTime"], "Sep 07 2018 14:50:39");
+
+    let out = run_with_stdin(
+        &[
+            "-w",
+            "1",
+            "-e",
+            r#"input { generator { count => 1 message => "a=b|c" } }
+               filter { mutate { add_field => { "[source][ip]" => "10.1.1.1" "n" => "line1
+line2" } } }
+               output { stdout { codec => cef { vendor => "V|x" severity => "%{[nothing]}" fields => ["[source][ip]", "message", "n", "missing"] delimiter => "\n" } } }"#,
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "CEF:0|V\\|x|Logstash|1.0|Logstash|Logstash|6|sourceAddress=10.1.1.1 message=a\\=b|c n=line1\\nline2\n"
+    );
+}

@@ -1,6 +1,7 @@
 //! Codecs: bytes ⇄ events. Decoders keep partial input between calls; encoders append to a
 //! caller's buffer so an output can encode a whole batch into one write.
 
+pub mod cef;
 pub mod charset;
 pub mod csv;
 pub mod dots;
