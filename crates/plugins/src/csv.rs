@@ -32,6 +32,15 @@ impl std::fmt::Display for Malformed {
     }
 }
 
+/// Where `needle` first is in `hay` (memchr's search: a separator is looked for once per
+/// column of every line).
+fn find(hay: &str, needle: &str) -> Option<usize> {
+    match needle.as_bytes() {
+        [b] => memchr::memchr(*b, hay.as_bytes()),
+        n => memchr::memmem::find(hay.as_bytes(), n),
+    }
+}
+
 /// The row separator Ruby detects: the first `\r\n`, `\r` or `\n` in the text.
 fn row_separator(text: &str) -> &'static str {
     match text.find(['\r', '\n']) {
@@ -88,12 +97,12 @@ pub fn parse_line(
             let row = match row_end {
                 Some(r) if r >= at => r,
                 _ => {
-                    let r = rest.find(row_sep).map_or(text.len(), |i| at + i);
+                    let r = find(rest, row_sep).map_or(text.len(), |i| at + i);
                     row_end = Some(r);
                     r
                 }
             };
-            let end = text[at..row].find(sep).map_or(row, |i| at + i);
+            let end = find(&text[at..row], sep).map_or(row, |i| at + i);
             let value = &text[at..end];
             if quote.is_some_and(|q| value.contains(q)) {
                 return Err(Malformed::IllegalQuoting);
