@@ -60,6 +60,28 @@ impl Fluent {
         Ok(e)
     }
 
+    /// Forward and PackedForward entries, `[time, record]` each: all become events, or none.
+    fn entries(
+        &self,
+        list: Vec<rmpv::Value>,
+        tag: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<(), String> {
+        let mut made = Vec::with_capacity(list.len());
+        for entry in list {
+            let rmpv::Value::Array(mut pair) = entry else {
+                return Err("an entry is not [time, record]".to_owned());
+            };
+            if pair.len() < 2 {
+                return Err("an entry is not [time, record]".to_owned());
+            }
+            let record = pair.remove(1);
+            made.push(self.event(record, &pair[0], tag)?);
+        }
+        out.append(&mut made);
+        Ok(())
+    }
+
     fn item(&self, item: rmpv::Value, out: &mut Vec<Event>) -> Result<(), String> {
         let rmpv::Value::Array(mut parts) = item else {
             return Err("not an array".to_owned());
@@ -86,34 +108,13 @@ impl Fluent {
                     _ => unreachable!(),
                 };
                 let mut rd = &bytes[..];
-                let mut made = Vec::new();
+                let mut list = Vec::new();
                 while !rd.is_empty() {
-                    let entry = rmpv::decode::read_value(&mut rd).map_err(|e| e.to_string())?;
-                    let rmpv::Value::Array(mut pair) = entry else {
-                        return Err("an entry is not [time, record]".to_owned());
-                    };
-                    if pair.len() < 2 {
-                        return Err("an entry is not [time, record]".to_owned());
-                    }
-                    let record = pair.remove(1);
-                    made.push(self.event(record, &pair[0], &tag)?);
+                    list.push(rmpv::decode::read_value(&mut rd).map_err(|e| e.to_string())?);
                 }
-                out.append(&mut made);
+                self.entries(list, &tag, out)?;
             }
-            rmpv::Value::Array(list) => {
-                let mut made = Vec::new();
-                for entry in list {
-                    let rmpv::Value::Array(mut pair) = entry else {
-                        return Err("an entry is not [time, record]".to_owned());
-                    };
-                    if pair.len() < 2 {
-                        return Err("an entry is not [time, record]".to_owned());
-                    }
-                    let record = pair.remove(1);
-                    made.push(self.event(record, &pair[0], &tag)?);
-                }
-                out.append(&mut made);
-            }
+            rmpv::Value::Array(list) => self.entries(list, &tag, out)?,
             time @ (rmpv::Value::Integer(_) | rmpv::Value::Ext(..)) => {
                 let record = parts.get(1).cloned().unwrap_or(rmpv::Value::Nil);
                 out.push(self.event(record, &time, &tag)?);
