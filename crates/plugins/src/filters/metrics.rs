@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 use sluice_event::{Event, FieldRef, Template, Timestamp, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
 
+use crate::filters::grok::convert::ruby_to_f;
+
 const TICK: f64 = 5.0;
 const RESERVOIR: usize = 1028;
 
@@ -233,24 +235,9 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     }))
 }
 
-/// Ruby's `String#to_f`.
+/// Ruby's `String#to_f` of the text, as a float.
 fn to_f(text: &str) -> f64 {
-    let t = text.trim_start();
-    let end = t
-        .char_indices()
-        .take_while(|&(i, c)| {
-            c.is_ascii_digit()
-                || c == '.'
-                || ((c == '-' || c == '+') && i == 0)
-                || c == 'e'
-                || c == 'E'
-        })
-        .last()
-        .map_or(0, |(i, c)| i + c.len_utf8());
-    (0..=end)
-        .rev()
-        .find_map(|e| t[..e].parse::<f64>().ok())
-        .unwrap_or(0.0)
+    ruby_to_f(text).as_f64().unwrap_or(0.0)
 }
 
 impl Metrics {

@@ -8,6 +8,8 @@ use std::time::Duration;
 use sluice_event::{Event, Template};
 use sluice_pipeline::{ConfigError, Filter, Options};
 
+use crate::filters::grok::convert::ruby_to_f;
+
 #[derive(Clone)]
 pub struct Sleep {
     time: Template,
@@ -17,25 +19,9 @@ pub struct Sleep {
     last_clock: Option<i64>,
 }
 
-/// Ruby's `String#to_f`: the leading decimal number, 0 when there is none.
+/// Ruby's `String#to_f` of the text, as a float.
 fn to_f(text: &str) -> f64 {
-    let t = text.trim_start();
-    let mut end = 0;
-    let mut seen_digit = false;
-    let mut seen_point = false;
-    for (i, c) in t.char_indices() {
-        match c {
-            '0'..='9' => {
-                seen_digit = true;
-                end = i + 1;
-            }
-            '.' if !seen_point && seen_digit => seen_point = true,
-            '-' | '+' if i == 0 => {}
-            '_' if seen_digit => {}
-            _ => break,
-        }
-    }
-    t[..end].replace('_', "").parse().unwrap_or(0.0)
+    ruby_to_f(text).as_f64().unwrap_or(0.0)
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {

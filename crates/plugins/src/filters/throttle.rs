@@ -12,8 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_event::{Event, Template};
+use sluice_event::{Event, Template, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
+
+use crate::filters::grok::convert::ruby_to_i;
 
 struct Slots {
     created: i64,
@@ -39,20 +41,11 @@ pub struct Throttle {
     counters: Arc<Mutex<Counters>>,
 }
 
-/// Ruby's `String#to_i`: the leading integer, 0 when there is none.
+/// Ruby's `String#to_i` of the text (past 64 bits, the nearest `i64`).
 fn to_i(text: &str) -> i64 {
-    let t = text.trim_start();
-    let sign = t.starts_with('-');
-    let digits: String = t
-        .trim_start_matches(['-', '+'])
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    let n = digits.parse::<i64>().unwrap_or(0);
-    if sign {
-        -n
-    } else {
-        n
+    match ruby_to_i(text) {
+        Value::Int(n) => n,
+        other => other.as_f64().unwrap_or(0.0) as i64,
     }
 }
 
