@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
@@ -25,7 +25,7 @@ struct Start {
 #[derive(Default)]
 struct Starts {
     by_id: HashMap<String, Start>,
-    flushed_at: Option<Instant>,
+    flushed: super::SharedFlush,
 }
 
 #[derive(Clone)]
@@ -125,13 +125,10 @@ impl Filter for Elapsed {
     fn flush_periodic(&mut self, emit: &mut Vec<Event>) {
         let now = Instant::now();
         let mut starts = self.starts.lock().unwrap_or_else(|p| p.into_inner());
-        if starts
-            .flushed_at
-            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(4))
-        {
+        // Once per period, whichever worker comes first.
+        if !starts.flushed.first_in_period(now) {
             return;
         }
-        starts.flushed_at = Some(now);
         let mut expired = Vec::new();
         starts.by_id.retain(|_, s| {
             s.age += 5.0;

@@ -174,7 +174,7 @@ struct Figures {
     since_flush: f64,
     since_clear: f64,
     /// When some worker last ran the periodic flush.
-    flushed_at: Option<Instant>,
+    flushed: super::SharedFlush,
 }
 
 #[derive(Clone)]
@@ -302,12 +302,9 @@ impl Filter for Metrics {
         let now = Instant::now();
         let mut f = self.figures.lock().unwrap_or_else(|p| p.into_inner());
         // Once per period, whichever worker comes first.
-        if f.flushed_at
-            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(4))
-        {
+        if !f.flushed.first_in_period(now) {
             return;
         }
-        f.flushed_at = Some(now);
         f.since_flush += TICK;
         f.since_clear += TICK;
         if f.since_flush < self.flush_interval || (f.meters.is_empty() && f.timers.is_empty()) {

@@ -33,3 +33,23 @@ pub mod urldecode;
 pub mod useragent;
 pub mod uuid;
 pub mod xml;
+
+/// The periodic flush of state all workers share: each worker flushes its copy of the filter
+/// every [`sluice_pipeline::plugin::PERIODIC_FLUSH`], and the shared state is to be flushed
+/// once a period, by whichever worker comes first.
+#[derive(Debug, Default)]
+pub struct SharedFlush {
+    last: Option<std::time::Instant>,
+}
+
+impl SharedFlush {
+    /// True for the first call of a period (a period less a second, for the workers' drift).
+    pub fn first_in_period(&mut self, now: std::time::Instant) -> bool {
+        let period = sluice_pipeline::plugin::PERIODIC_FLUSH - std::time::Duration::from_secs(1);
+        if self.last.is_some_and(|t| now.duration_since(t) < period) {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+}

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sluice_event::{Event, Template, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
@@ -27,7 +27,7 @@ struct Slots {
 struct Counters {
     keys: HashMap<String, Slots>,
     max_age: i64,
-    flushed_at: Option<Instant>,
+    flushed: super::SharedFlush,
 }
 
 #[derive(Clone)]
@@ -101,12 +101,10 @@ impl Filter for Throttle {
     fn flush_periodic(&mut self, _emit: &mut Vec<Event>) {
         let now = Instant::now();
         let mut c = self.counters.lock().unwrap_or_else(|p| p.into_inner());
-        if c.flushed_at
-            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(4))
-        {
+        // Once per period, whichever worker comes first.
+        if !c.flushed.first_in_period(now) {
             return;
         }
-        c.flushed_at = Some(now);
         let max_latest = c.keys.values().map(|s| s.latest).max().unwrap_or(0);
         let max_age = c.max_age;
         c.keys.retain(|_, s| s.latest >= max_latest - max_age);
