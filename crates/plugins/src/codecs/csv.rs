@@ -14,6 +14,7 @@ use sluice_event::{Event, FieldRef, Map, Value};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
 use super::charset::Charset;
+use super::{set_original, targeted_event};
 use crate::csv::{generate_line, parse_line, Convert};
 use crate::ecs::Ecs;
 
@@ -113,19 +114,9 @@ impl Codec for Csv {
             };
             decoded.insert(name.into(), value);
         }
-        let mut event = match &self.target {
-            Some(t) => {
-                let mut e = Event::new();
-                e.set(t, Value::Object(decoded));
-                e
-            }
-            None => Event::from_map(decoded),
-        };
+        let mut event = targeted_event(decoded, self.target.as_ref());
         if self.ecs.enabled() {
-            thread_local! {
-                static ORIGINAL: FieldRef = FieldRef::parse("[event][original]").expect("valid reference");
-            }
-            ORIGINAL.with(|r| event.set(r, Value::String(text.into())));
+            set_original(&mut event, &text);
         }
         out.push(event);
     }

@@ -11,7 +11,8 @@
 use sluice_event::{Event, FieldRef, Timestamp, Value};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
-use super::msgpack::{from_map, targeted, to_map, to_value};
+use super::msgpack::{from_map, to_map, to_value};
+use super::targeted_event;
 
 const EVENT_TIME: i8 = 0;
 
@@ -54,7 +55,7 @@ impl Fluent {
             return Err("a record is not a map".to_owned());
         };
         let ms = millis(time).ok_or("a time is neither seconds nor an EventTime")?;
-        let mut e = targeted(to_map(entries), self.target.as_ref());
+        let mut e = targeted_event(to_map(entries), self.target.as_ref());
         e.set_timestamp(Timestamp::from_millis(ms));
         e.add_tag(tag);
         Ok(e)

@@ -47,15 +47,33 @@ pub fn format_event(format: Option<&Template>, e: &Event, out: &mut Vec<u8>) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Sets `[event][original]`, where ECS codecs keep the text they decoded.
+pub fn set_original(e: &mut Event, text: &str) {
+    thread_local! {
+        static ORIGINAL: FieldRef = FieldRef::parse("[event][original]").expect("valid reference");
+    }
+    ORIGINAL.with(|r| e.set(r, Value::String(text.into())));
+}
+
+/// A new event from decoded fields: at the top level, or under `target` (the codecs'
+/// `target` option, as Logstash's targeted event factory).
+pub fn targeted_event(fields: sluice_event::Map, target: Option<&FieldRef>) -> Event {
+    match target {
+        Some(t) => {
+            let mut e = Event::new();
+            e.set(t, Value::Object(fields));
+            e
+        }
+        None => Event::from_map(fields),
+    }
+}
+
 /// A new event for a line of text, with `[event][original]` in ECS mode as Logstash's
 /// line and plain codecs do.
 pub fn text_event(text: String, ecs: Ecs) -> Event {
     let mut e = Event::new();
     if ecs.enabled() {
-        thread_local! {
-            static ORIGINAL: FieldRef = FieldRef::parse("[event][original]").expect("valid reference");
-        }
-        ORIGINAL.with(|r| e.set(r, Value::String(text.as_str().into())));
+        set_original(&mut e, &text);
     }
     e.set_field("message", Value::String(text.into()));
     e

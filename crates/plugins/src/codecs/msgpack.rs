@@ -11,6 +11,8 @@
 use sluice_event::{Event, FieldRef, Map, Template, Value};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
+use super::targeted_event;
+
 /// A MessagePack value as an event value.
 pub fn to_value(v: rmpv::Value) -> Value {
     match v {
@@ -71,18 +73,6 @@ pub fn from_map(m: &Map) -> rmpv::Value {
     )
 }
 
-/// A new event from decoded fields: at the top level, or under `target`.
-pub fn targeted(fields: Map, target: Option<&FieldRef>) -> Event {
-    match target {
-        Some(t) => {
-            let mut e = Event::new();
-            e.set(t, Value::Object(fields));
-            e
-        }
-        None => Event::from_map(fields),
-    }
-}
-
 #[derive(Clone)]
 pub struct Msgpack {
     format: Option<Template>,
@@ -103,7 +93,7 @@ impl Codec for Msgpack {
         let mut reader = data;
         match rmpv::decode::read_value(&mut reader) {
             Ok(rmpv::Value::Map(entries)) => {
-                let mut e = targeted(to_map(entries), self.target.as_ref());
+                let mut e = targeted_event(to_map(entries), self.target.as_ref());
                 if let Some(f) = &self.format {
                     if e.get_field("message").is_none() {
                         let text = f.render(&e);
