@@ -149,6 +149,24 @@ pub fn generate_line(fields: &[Option<String>], sep: &str, quote: Option<char>, 
     out.push(b'\n');
 }
 
+/// The name of column `i` (from 0): its name in `columns`, else `column<i+1>` when names are
+/// generated, else none (the column is not set), as the csv filter and codec name them.
+pub fn column_name(columns: &[String], i: usize, autogenerate: bool) -> Option<String> {
+    match columns.get(i) {
+        Some(name) => Some(name.clone()),
+        None if autogenerate => Some(format!("column{}", i + 1)),
+        None => None,
+    }
+}
+
+/// A header line as column names (`autodetect_column_names`): an empty one keeps its
+/// generated name.
+pub fn header_names(values: &[Option<String>]) -> Vec<String> {
+    (values.iter().enumerate())
+        .map(|(i, v)| v.clone().unwrap_or_else(|| format!("column{}", i + 1)))
+        .collect()
+}
+
 /// A column conversion (`convert => { "col" => "integer" }`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Convert {

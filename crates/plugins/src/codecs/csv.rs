@@ -15,7 +15,7 @@ use sluice_pipeline::{Codec, ConfigError, Options};
 
 use super::charset::Charset;
 use super::{set_original, targeted_event};
-use crate::csv::{generate_line, parse_line, Convert};
+use crate::csv::{column_name, generate_line, header_names, parse_line, Convert};
 use crate::ecs::Ecs;
 
 #[derive(Clone)]
@@ -92,9 +92,7 @@ impl Codec for Csv {
             }
         };
         if self.autodetect && self.columns.is_empty() {
-            self.columns = (values.into_iter().enumerate())
-                .map(|(i, v)| v.unwrap_or_else(|| format!("column{}", i + 1)))
-                .collect();
+            self.columns = header_names(&values);
             return;
         }
         let mut decoded = Map::new();
@@ -102,10 +100,8 @@ impl Codec for Csv {
             if self.skip_empty_columns && value.as_deref().is_none_or(str::is_empty) {
                 continue;
             }
-            let name = match self.columns.get(i) {
-                Some(n) => n.clone(),
-                None if self.autogenerate => format!("column{}", i + 1),
-                None => continue,
+            let Some(name) = column_name(&self.columns, i, self.autogenerate) else {
+                continue;
             };
             let value = match self.convert.get(&name) {
                 // Ruby's boolean converter raises on an empty column: kept as null here.

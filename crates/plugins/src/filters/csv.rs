@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
 
-use crate::csv::{parse_line, Convert};
+use crate::csv::{column_name, header_names, parse_line, Convert};
 
 const PARSE_FAILURE: &str = "_csvparsefailure";
 const EMPTY_ROW: &str = "_csvskippedemptyfield";
@@ -150,11 +150,7 @@ impl Csv {
         }
         while self.plan.len() <= i {
             let n = self.plan.len();
-            let name = match columns.get(n) {
-                Some(name) => Some(name.clone()),
-                None if self.autogenerate => Some(format!("column{}", n + 1)),
-                None => None,
-            };
+            let name = column_name(columns, n, self.autogenerate);
             let column = name.map(|name| {
                 let text = if name.starts_with('[') {
                     format!("{}{name}", self.target)
@@ -217,10 +213,7 @@ impl Filter for Csv {
         };
         if let Some(detected) = &self.detected {
             if detected.get().is_none() {
-                // An empty header column keeps its generated name.
-                let header: Vec<String> = (values.iter().flatten().enumerate())
-                    .map(|(i, v)| v.clone().unwrap_or_else(|| format!("column{}", i + 1)))
-                    .collect();
+                let header = header_names(values.as_deref().unwrap_or_default());
                 if detected.set(Arc::new(header)).is_ok() {
                     event.cancel();
                     return false;
