@@ -33,3 +33,15 @@ impl FieldName {
         }
     }
 }
+
+/// A list option of field references (`fields => ["a", "[b][c]"]`); a malformed one is a
+/// config error naming the option.
+pub fn references(opts: &mut Options, option: &str) -> Result<Option<Vec<FieldRef>>, ConfigError> {
+    let Some(list) = opts.string_list(option)? else {
+        return Ok(None);
+    };
+    list.iter()
+        .map(|f| FieldRef::parse(f).map_err(|e| opts.error(option, e.to_string())))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}

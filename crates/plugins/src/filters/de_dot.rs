@@ -23,14 +23,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     }
     let nested = opts.boolean_or("nested", false)?;
     let recursive = opts.boolean_or("recursive", false)?;
-    let fields = match opts.string_list("fields")? {
-        Some(list) => Some(
-            list.iter()
-                .map(|f| FieldRef::parse(f).map_err(|e| opts.error("fields", e.to_string())))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        None => None,
-    };
+    let fields = crate::field::references(opts, "fields")?;
     let tag_on_failure = opts.string_or("tag_on_failure", "_de_dot_error")?;
     Ok(Box::new(DeDot {
         separator: (!nested && separator != "][").then_some(separator),

@@ -270,15 +270,8 @@ fn cache(
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
-    let refs = |opts: &mut Options, name: &str| -> Result<Vec<FieldRef>, ConfigError> {
-        opts.string_list(name)?
-            .unwrap_or_default()
-            .iter()
-            .map(|f| FieldRef::parse(f).map_err(|e| opts.error(name, e.to_string())))
-            .collect()
-    };
-    let resolve = refs(opts, "resolve")?;
-    let reverse = refs(opts, "reverse")?;
+    let resolve = crate::field::references(opts, "resolve")?.unwrap_or_default();
+    let reverse = crate::field::references(opts, "reverse")?.unwrap_or_default();
     let replace = opts.choice("action", &["append", "replace"], "append")? == "replace";
     let timeout = opts.float("timeout")?.unwrap_or(0.5);
     if timeout <= 0.0 {

@@ -13,14 +13,7 @@ pub struct Truncate {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
-    let fields = match opts.string_list("fields")? {
-        Some(list) => Some(
-            list.iter()
-                .map(|f| FieldRef::parse(f).map_err(|e| opts.error("fields", e.to_string())))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        None => None,
-    };
+    let fields = crate::field::references(opts, "fields")?;
     let Some(length) = opts.int("length_bytes")? else {
         return Err(opts.plugin_error(
             "missing required setting \"length_bytes\" for filter plugin \"truncate\"",
