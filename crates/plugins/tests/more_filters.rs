@@ -24,6 +24,25 @@ fn tags(e: &sluice_event::Event) -> Vec<String> {
     }
 }
 
+/// A filter chain kept across calls (state, periodic flushes).
+fn chain(config: &str) -> sluice_pipeline::graph::FilterChain {
+    let parsed = sluice_config::parse("test", config).unwrap();
+    let registry = sluice_plugins::registry();
+    sluice_pipeline::graph::compile(&parsed, &registry)
+        .unwrap()
+        .filter_chain()
+}
+
+fn events(inputs: &[serde_json::Value]) -> Vec<sluice_event::Event> {
+    inputs
+        .iter()
+        .map(|j| match Value::from(j.clone()) {
+            Value::Object(m) => sluice_event::Event::from_map(m),
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
 // ------------------------------------------------------------------------------------- csv
 
 #[test]
@@ -746,19 +765,11 @@ fn translate_dictionary_files_and_reloads() {
             r#"filter {{ translate {{ source => "s" target => "t" dictionary_path => "{}" refresh_interval => 1 refresh_behaviour => {behaviour} }} }}"#,
             file.display()
         );
-        let parsed = sluice_config::parse("test", &config).unwrap();
-        let registry = sluice_plugins::registry();
-        let compiled = sluice_pipeline::graph::compile(&parsed, &registry).unwrap();
-        let mut chain = compiled.filter_chain();
+        let mut chain = chain(&config);
         let look = |chain: &mut sluice_pipeline::graph::FilterChain, s: &str| {
-            let mut events = vec![sluice_event::Event::from_map(
-                match Value::from(json!({ "s": s })) {
-                    Value::Object(m) => m,
-                    _ => unreachable!(),
-                },
-            )];
-            chain.run(&mut events);
-            get(&events[0], "t")
+            let mut batch = events(&[json!({ "s": s })]);
+            chain.run(&mut batch);
+            get(&batch[0], "t")
         };
         assert_eq!(look(&mut chain, "a"), v(json!("one")));
         std::thread::sleep(Duration::from_millis(1100));
@@ -1170,25 +1181,6 @@ fn dns_forward_reverse_caches_and_timeouts() {
 }
 
 // ------------------------------------------------------------------- elapsed and throttle
-
-/// A filter chain kept across calls (state, periodic flushes).
-fn chain(config: &str) -> sluice_pipeline::graph::FilterChain {
-    let parsed = sluice_config::parse("test", config).unwrap();
-    let registry = sluice_plugins::registry();
-    sluice_pipeline::graph::compile(&parsed, &registry)
-        .unwrap()
-        .filter_chain()
-}
-
-fn events(inputs: &[serde_json::Value]) -> Vec<sluice_event::Event> {
-    inputs
-        .iter()
-        .map(|j| match Value::from(j.clone()) {
-            Value::Object(m) => sluice_event::Event::from_map(m),
-            _ => unreachable!(),
-        })
-        .collect()
-}
 
 #[test]
 fn elapsed_matches_starts_and_ends() {
