@@ -11,6 +11,24 @@ fn sluice() -> Command {
     c
 }
 
+/// sluice with `args`, standard input and output piped, to be talked to while it runs;
+/// killed after `secs` should a test wait for output that never comes (the read then fails).
+fn spawn_talking(args: &[&str], secs: u64) -> std::process::Child {
+    let child = sluice()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(secs));
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    });
+    child
+}
+
 fn run_with_stdin(args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
     let mut child = sluice()
         .args(args)
@@ -176,23 +194,14 @@ fn generator_flushes_its_codec_at_the_end() {
 #[test]
 fn stdin_multiline_joins_stack_traces_and_auto_flushes() {
     use std::io::{BufRead, BufReader};
-    let mut child = sluice()
-        .args([
+    let mut child = spawn_talking(
+        &[
             "-e",
             r#"input { stdin { codec => multiline { pattern => "^\s" what => previous auto_flush_interval => 0.5 } } }
                output { stdout { codec => json_lines } }"#,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Should a record never come, the process is killed and the read below fails.
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(30));
-        let _ = Command::new("kill").args(["-KILL", &pid]).status();
-    });
+        ],
+        30,
+    );
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(b"Exception in thread main\n\tat a.B.c(B.java:1)\n\tat a.B.main(B.java:2)\nnext record\n")
@@ -676,8 +685,8 @@ fn es_bulk_codec_reads_bulk_requests() {
 #[test]
 fn metrics_are_flushed_periodically_by_idle_workers() {
     use std::io::{BufRead, BufReader};
-    let mut child = sluice()
-        .args([
+    let mut child = spawn_talking(
+        &[
             "-w",
             "2",
             "-e",
@@ -687,17 +696,9 @@ fn metrics_are_flushed_periodically_by_idle_workers() {
                  mutate { add_field => { "after" => "yes" } }
                }
                output { stdout { codec => json_lines } }"#,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(40));
-        let _ = Command::new("kill").args(["-KILL", &pid]).status();
-    });
+        ],
+        40,
+    );
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"x1\nx1\nx2\nother\n").unwrap();
     stdin.flush().unwrap();
