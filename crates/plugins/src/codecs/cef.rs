@@ -26,6 +26,7 @@ use sluice_event::{Event, FieldRef, Template, Timestamp, Value};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
 use super::charset::Charset;
+use super::split_lines;
 use crate::ecs::Ecs;
 
 /// A CEF dictionary entry: full name, short key (if any), ECS field, legacy name, priority,
@@ -675,15 +676,11 @@ impl Codec for Cef {
             }
             return;
         };
-        self.pending.extend_from_slice(data);
-        let buf = std::mem::take(&mut self.pending);
-        let d = delimiter.as_bytes();
-        let mut start = 0;
-        while let Some(at) = memchr::memmem::find(&buf[start..], d) {
-            out.push(self.handle(&buf[start..start + at]));
-            start += at + d.len();
-        }
-        self.pending = buf[start..].to_vec();
+        let mut pending = std::mem::take(&mut self.pending);
+        split_lines(&mut pending, data, delimiter.as_bytes(), |l| {
+            out.push(self.handle(l))
+        });
+        self.pending = pending;
     }
 
     fn decode_line(&mut self, line: &[u8], out: &mut Vec<Event>) {

@@ -9,6 +9,7 @@
 use sluice_event::{Event, FieldRef, Map, Value};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
+use super::split_lines;
 use crate::ecs::Ecs;
 
 #[derive(Clone)]
@@ -102,14 +103,9 @@ impl EsBulk {
 
 impl Codec for EsBulk {
     fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
-        self.pending.extend_from_slice(data);
-        let buf = std::mem::take(&mut self.pending);
-        let mut start = 0;
-        while let Some(i) = memchr::memchr(b'\n', &buf[start..]) {
-            self.line(&buf[start..start + i], out);
-            start += i + 1;
-        }
-        self.pending = buf[start..].to_vec();
+        let mut pending = std::mem::take(&mut self.pending);
+        split_lines(&mut pending, data, b"\n", |l| self.line(l, out));
+        self.pending = pending;
     }
 
     fn decode_line(&mut self, line: &[u8], out: &mut Vec<Event>) {

@@ -4,7 +4,7 @@ use sluice_event::{Event, FieldRef};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
 use super::charset::Charset;
-use super::json_events;
+use super::{json_events, split_lines};
 
 #[derive(Clone)]
 pub struct JsonLines {
@@ -43,20 +43,9 @@ impl JsonLines {
 
 impl Codec for JsonLines {
     fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
-        let mut buf = std::mem::take(&mut self.pending);
-        let data = if buf.is_empty() {
-            data
-        } else {
-            buf.extend_from_slice(data);
-            &buf[..]
-        };
-        let mut start = 0;
-        while let Some(i) = data[start..].iter().position(|&b| b == self.delimiter) {
-            self.line(&data[start..start + i], out);
-            start += i + 1;
-        }
-        let rest = data[start..].to_vec();
-        self.pending = rest;
+        let mut pending = std::mem::take(&mut self.pending);
+        split_lines(&mut pending, data, &[self.delimiter], |l| self.line(l, out));
+        self.pending = pending;
     }
 
     fn flush(&mut self, out: &mut Vec<Event>) {

@@ -5,7 +5,7 @@ use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options};
 
 use super::charset::Charset;
-use super::{format_event, text_event};
+use super::{format_event, split_lines, text_event};
 use crate::ecs::Ecs;
 
 #[derive(Clone)]
@@ -40,35 +40,11 @@ impl Line {
     }
 }
 
-/// Byte offset of `needle` in `hay`.
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.len() == 1 {
-        return hay.iter().position(|&b| b == needle[0]);
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 impl Codec for Line {
     fn decode(&mut self, data: &[u8], out: &mut Vec<Event>) {
-        let mut rest = data;
-        if !self.pending.is_empty() {
-            // Complete the line started by the previous chunk.
-            let mut buf = std::mem::take(&mut self.pending);
-            buf.extend_from_slice(data);
-            let mut start = 0;
-            while let Some(i) = find(&buf[start..], &self.delimiter) {
-                self.emit(&buf[start..start + i], out);
-                start += i + self.delimiter.len();
-            }
-            buf.drain(..start);
-            self.pending = buf;
-            return;
-        }
-        while let Some(i) = find(rest, &self.delimiter) {
-            self.emit(&rest[..i], out);
-            rest = &rest[i + self.delimiter.len()..];
-        }
-        self.pending.extend_from_slice(rest);
+        let mut pending = std::mem::take(&mut self.pending);
+        split_lines(&mut pending, data, &self.delimiter, |l| self.emit(l, out));
+        self.pending = pending;
     }
 
     fn flush(&mut self, out: &mut Vec<Event>) {

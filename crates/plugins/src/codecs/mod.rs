@@ -47,6 +47,44 @@ pub fn format_event(format: Option<&Template>, e: &Event, out: &mut Vec<u8>) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Byte offset of `needle` in `hay` (memchr's search; the file input and the line codecs
+/// look for delimiters with it).
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    match needle {
+        [b] => memchr::memchr(*b, hay),
+        _ => memchr::memmem::find(hay, needle),
+    }
+}
+
+/// Splits `data` at each `delimiter`, continuing the line `pending` holds from earlier reads:
+/// `line` gets every complete line (without its delimiter); what follows the last delimiter
+/// stays in `pending`. Without a pending line, `data` is split in place, without a copy.
+pub fn split_lines(
+    pending: &mut Vec<u8>,
+    data: &[u8],
+    delimiter: &[u8],
+    mut line: impl FnMut(&[u8]),
+) {
+    if !pending.is_empty() {
+        pending.extend_from_slice(data);
+        let mut buf = std::mem::take(pending);
+        let mut start = 0;
+        while let Some(i) = find(&buf[start..], delimiter) {
+            line(&buf[start..start + i]);
+            start += i + delimiter.len();
+        }
+        buf.drain(..start);
+        *pending = buf;
+        return;
+    }
+    let mut rest = data;
+    while let Some(i) = find(rest, delimiter) {
+        line(&rest[..i]);
+        rest = &rest[i + delimiter.len()..];
+    }
+    pending.extend_from_slice(rest);
+}
+
 /// Sets `[event][original]`, where ECS codecs keep the text they decoded.
 pub fn set_original(e: &mut Event, text: &str) {
     thread_local! {
@@ -126,6 +164,28 @@ pub fn json_events(text: &[u8], target: Option<&FieldRef>, out: &mut Vec<Event>)
             let mut e = Event::with_message(raw);
             e.add_tag("_jsonparsefailure");
             out.push(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_lines;
+
+    /// Lines come out whole however the reads cut them, a delimiter of two bytes included.
+    #[test]
+    fn lines_are_split_across_reads() {
+        let text = b"one\r\ntwo\r\n\r\nthree\r\nfour";
+        for cut in 1..text.len() {
+            let mut pending = Vec::new();
+            let mut lines: Vec<String> = Vec::new();
+            for chunk in text.chunks(cut) {
+                split_lines(&mut pending, chunk, b"\r\n", |l| {
+                    lines.push(String::from_utf8(l.to_vec()).unwrap())
+                });
+            }
+            assert_eq!(lines, ["one", "two", "", "three"], "reads of {cut}");
+            assert_eq!(pending, b"four");
         }
     }
 }

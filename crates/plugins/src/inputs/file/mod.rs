@@ -47,6 +47,7 @@ use std::time::{Duration, Instant, SystemTime};
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
+use crate::codecs::find;
 use crate::ecs::Ecs;
 use crate::filters::grok::patterns::expand_glob;
 use options::{Completed, Mode, Settings, SortBy};
@@ -116,14 +117,6 @@ struct Watched {
 impl Watched {
     fn read_from(&self) -> u64 {
         self.consumed + self.buf.len() as u64
-    }
-}
-
-/// Byte offset of `needle` in `hay`.
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    match needle {
-        [b] => memchr::memchr(*b, hay),
-        _ => memchr::memmem::find(hay, needle),
     }
 }
 
