@@ -53,6 +53,15 @@ fn append(path: &Path, text: &str) {
     f.write_all(text.as_bytes()).unwrap();
 }
 
+fn set_mtime(path: &Path, t: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
 /// An output writing `<message>` per event (and the file it came from, `<path|message>`).
 fn output(out: &Path) -> String {
     format!(
@@ -393,12 +402,7 @@ fn ignore_older_and_the_order_of_files_in_read_mode() {
     let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
     let old = logs.join("old.log");
     append(&old, "stale\n");
-    std::fs::File::options()
-        .write(true)
-        .open(&old)
-        .unwrap()
-        .set_modified(two_hours_ago)
-        .unwrap();
+    set_mtime(&old, two_hours_ago);
     append(&logs.join("new.log"), "fresh\n");
     let out = dir.join("out.txt");
     let config = format!(
@@ -421,12 +425,7 @@ fn ignore_older_and_the_order_of_files_in_read_mode() {
     for n in names {
         let f = logs.join(format!("{n}.txt"));
         append(&f, &format!("{n}1\n{n}2\n"));
-        std::fs::File::options()
-            .write(true)
-            .open(&f)
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
+        set_mtime(&f, mtime);
         mtime += Duration::from_secs(60);
     }
     for (sort, want) in [

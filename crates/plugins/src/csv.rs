@@ -32,13 +32,10 @@ impl std::fmt::Display for Malformed {
     }
 }
 
-/// Where `needle` first is in `hay` (memchr's search: a separator is looked for once per
-/// column of every line).
+/// Where `needle` first is in `hay` (a separator is looked for once per column of every
+/// line).
 fn find(hay: &str, needle: &str) -> Option<usize> {
-    match needle.as_bytes() {
-        [b] => memchr::memchr(*b, hay.as_bytes()),
-        n => memchr::memmem::find(hay.as_bytes(), n),
-    }
+    crate::codecs::find(hay.as_bytes(), needle.as_bytes())
 }
 
 /// The row separator Ruby detects: the first `\r\n`, `\r` or `\n` in the text.
