@@ -39,8 +39,10 @@ enum Method {
 #[derive(Clone)]
 pub struct Fingerprint {
     method: Method,
-    /// `source` as written (sorted for the concatenated text) and as references.
+    /// `source` as written and as references, in the order given…
     sources: Vec<(String, FieldRef)>,
+    /// …and sorted by name (`PUNCTUATION` and the concatenated text go in that order).
+    sorted_sources: Vec<(String, FieldRef)>,
     target: FieldRef,
     key: Option<String>,
     /// `IPV4_NETWORK`: the prefix length `key` names.
@@ -105,6 +107,11 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     };
     Ok(Box::new(Fingerprint {
         method,
+        sorted_sources: {
+            let mut sorted = sources.clone();
+            sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            sorted
+        },
         sources,
         target,
         key,
@@ -248,9 +255,7 @@ impl Filter for Fingerprint {
                 event.set(&self.target, Value::String(id.into()));
             }
             Method::Punctuation => {
-                let mut sorted: Vec<&(String, FieldRef)> = self.sources.iter().collect();
-                sorted.sort_by(|a, b| a.0.cmp(&b.0));
-                for (_, field) in sorted {
+                for (_, field) in &self.sorted_sources {
                     let Some(v) = event.get(field) else { continue };
                     let text = v.to_display_string();
                     let kept = self.punctuation.replace_all(&text, "").into_owned();
@@ -267,9 +272,7 @@ impl Filter for Fingerprint {
                         canonical(v, &mut text);
                     }
                 } else {
-                    let mut sorted: Vec<&(String, FieldRef)> = self.sources.iter().collect();
-                    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-                    for (name, field) in sorted {
+                    for (name, field) in &self.sorted_sources {
                         text.push('|');
                         text.push_str(name);
                         text.push('|');
