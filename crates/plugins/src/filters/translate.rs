@@ -119,9 +119,18 @@ impl Dict {
 
 /// A dictionary file, as the plugin reads each format. Keys are text.
 fn read_file(path: &Path) -> Result<Vec<(String, Value)>, String> {
+    parse_file(path, &read_text(path)?)
+}
+
+/// A dictionary file's text (a byte order mark dropped).
+fn read_text(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&bytes);
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    Ok(text.strip_prefix('\u{feff}').unwrap_or(&text).to_owned())
+}
+
+/// A dictionary file's entries, read by the format its name says.
+fn parse_file(path: &Path, text: &str) -> Result<Vec<(String, Value)>, String> {
     let name = path.to_string_lossy();
     if name.ends_with(".yml") || name.ends_with(".yaml") {
         read_yaml(text)
@@ -328,9 +337,15 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
         )),
         (_, Some(p)) => {
             let limit = yaml_limit.unwrap_or(134_217_728) as usize;
-            let too_long =
-                is_yaml && std::fs::read_to_string(p).is_ok_and(|t| t.chars().count() > limit);
-            if too_long {
+            let loading = |e: String| {
+                opts.error(
+                    "dictionary_path",
+                    format!("Translate: {e} when loading dictionary file at {p}"),
+                )
+            };
+            // Read once: the limit is checked on the text that is then parsed.
+            let text = read_text(Path::new(p)).map_err(loading)?;
+            if is_yaml && text.chars().count() > limit {
                 return Err(opts.error(
                     "dictionary_path",
                     format!(
@@ -338,12 +353,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
                     ),
                 ));
             }
-            read_file(Path::new(p)).map_err(|e| {
-                opts.error(
-                    "dictionary_path",
-                    format!("Translate: {e} when loading dictionary file at {p}"),
-                )
-            })?
+            parse_file(Path::new(p), &text).map_err(loading)?
         }
         (Some(d), None) => d
             .iter()
