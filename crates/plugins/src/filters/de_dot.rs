@@ -76,16 +76,17 @@ impl DeDot {
 
 impl Filter for DeDot {
     fn filter(&mut self, event: &mut Event, _emit: &mut Vec<Event>) -> bool {
-        let fields: Vec<FieldRef> = match &self.fields {
-            Some(f) => f.clone(),
+        let fields: std::borrow::Cow<[FieldRef]> = match &self.fields {
+            Some(f) => f.into(),
             None => (event.fields().keys())
                 .filter(|k| self.recursive || k.contains('.'))
                 .map(|k| FieldRef::top_level(k))
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
         };
-        for f in fields {
+        for f in fields.iter() {
             let dotted = f.segments().iter().any(|s| s.contains('.'));
-            if (dotted || self.recursive) && event.contains(&f) {
+            if (dotted || self.recursive) && event.contains(f) {
                 if let Err(e) = self.rename(event, f.segments().to_vec()) {
                     tracing::warn!(error = %e, "de_dot: could not rename a field");
                     event.add_tag(&self.tag_on_failure);
