@@ -5,6 +5,7 @@
 # median of RUNS runs, with the CPU seconds per million events (the steadier figure).
 #
 #   bench/filters.sh [EVENTS] [RUNS]     (defaults 1,000,000 and 3)
+#   ONLY=REGEX bench/filters.sh ...      only the filters whose name matches (and the baseline)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -46,12 +47,21 @@ SCENARIOS=(
   "cidr, 3 networks|10.20.30.40|cidr { address => [\"%{message}\"] network => [\"192.168.0.0/16\", \"172.16.0.0/12\", \"10.0.0.0/8\"] add_tag => [\"internal\"] }"
   "tld|www.example.co.uk|tld { }"
   "xml, store_xml|<event><id>42</id><user name=\"bob\">login ok</user></event>|xml { source => \"message\" target => \"doc\" }"
+  "xml, 2 xpath queries|<event><id>42</id><user name=\"bob\">login ok</user></event>|xml { source => \"message\" store_xml => false force_array => false xpath => { \"/event/id/text()\" => \"id\" \"/event/user/@name\" => \"user\" } }"
   "dns, reverse from /etc/hosts|127.0.0.1|dns { reverse => [\"message\"] hostsfile => [\"/etc/hosts\"] action => replace }"
   "metrics, one meter|$CSV|metrics { meter => [\"events\"] }"
   "elapsed, no matching tags|$CSV|elapsed { start_tag => \"s\" end_tag => \"e\" unique_id_field => \"message\" }"
   "throttle|$CSV|throttle { key => \"%{[host][name]}\" after_count => 1000000000 }"
   "prune, whitelist|$CSV|prune { whitelist_names => [\"^message\$\", \"^@\"] }"
 )
+
+if [[ -n "${ONLY:-}" ]]; then
+  kept=("${SCENARIOS[0]}")
+  for s in "${SCENARIOS[@]:1}"; do
+    [[ "${s%%|*}" =~ $ONLY ]] && kept+=("$s")
+  done
+  SCENARIOS=("${kept[@]}")
+fi
 
 machine
 echo "translate: loading the 1,000,000-entry JSON dictionary (sluice -t): $load s"

@@ -1029,13 +1029,168 @@ fn xml_store_xml_as_xmlsimple() {
 
     assert!(err(r#"filter { xml { source => "raw" } }"#).contains("'target' must also be set"));
     assert!(err(
-        r#"filter { xml { source => "raw" target => "d" xpath => { "/a/text()" => "t" } } }"#
-    )
-    .contains("not supported"));
-    assert!(err(
         r#"filter { xml { source => "raw" target => "d" parse_options => "strict, bogus" } }"#
     )
     .contains("unsupported parse option"));
+}
+
+/// Cases of logstash-filter-xml's spec for `xpath` (Nokogiri's reading and `to_s`).
+#[test]
+fn xml_xpath_as_nokogiri() {
+    let xml = |options: &str, raw: &str, field: &str| {
+        let e = one(
+            &format!(r#"filter {{ xml {{ source => "raw" {options} }} }}"#),
+            json!({ "raw": raw }),
+        );
+        (get(&e, field), tags(&e))
+    };
+    let ok = |v: serde_json::Value| (Some(Value::from(v)), Vec::<String>::new());
+    let text = r#"target => "data" xpath => [ "/foo/key/text()", "xpath_field" ]"#;
+    assert_eq!(
+        xml(text, "<foo><key>value</key></foo>", "xpath_field"),
+        ok(json!(["value"]))
+    );
+    assert_eq!(
+        xml(
+            text,
+            "<foo><key>value1</key><key>value2</key></foo>",
+            "xpath_field"
+        ),
+        ok(json!(["value1", "value2"]))
+    );
+    assert_eq!(
+        xml(text, "<foo><key>Français</key></foo>", "xpath_field"),
+        ok(json!(["Français"]))
+    );
+    // Both stored: the queries and the hash.
+    assert_eq!(
+        xml(text, "<foo><key>value</key></foo>", "data"),
+        ok(json!({"key": ["value"]}))
+    );
+    // Nothing found sets nothing.
+    assert_eq!(
+        xml(text, "<foobar></foobar>", "xpath_field"),
+        (None, vec![])
+    );
+
+    // Namespaces: the root's declarations by default, the option's when given; elements
+    // written with their own declarations only.
+    let ns = r#"<foo xmlns:h="http://www.w3.org/TR/html4/"><h:div>Content</h:div></foo>"#;
+    let query = r#"store_xml => false xpath => [ "/foo/h:div", "xpath_field" ]"#;
+    assert_eq!(
+        xml(query, ns, "xpath_field"),
+        ok(json!(["<h:div>Content</h:div>"]))
+    );
+    let with_ns = r#"store_xml => false xpath => [ "/foo/h:div", "xpath_field" ] namespaces => {"h" => "http://www.w3.org/TR/html4/"}"#;
+    assert_eq!(
+        xml(with_ns, ns, "xpath_field"),
+        ok(json!(["<h:div>Content</h:div>"]))
+    );
+    assert_eq!(
+        xml(
+            with_ns,
+            r#"<foo><h:div xmlns:h="http://www.w3.org/TR/html4/">Content</h:div></foo>"#,
+            "xpath_field"
+        ),
+        ok(json!([
+            r#"<h:div xmlns:h="http://www.w3.org/TR/html4/">Content</h:div>"#
+        ]))
+    );
+    assert_eq!(
+        xml(
+            r#"store_xml => false remove_namespaces => true xpath => [ "/foo/div", "xpath_field" ]"#,
+            ns,
+            "xpath_field"
+        ),
+        ok(json!(["<div>Content</div>"]))
+    );
+    // Without remove_namespaces, an unprefixed name does not match a namespaced element
+    // (XPath 1.0); the default namespace is under the prefix xmlns.
+    let default_ns = r#"<foo xmlns="urn:x"><bar>1</bar></foo>"#;
+    assert_eq!(
+        xml(
+            r#"store_xml => false xpath => [ "/foo/bar/text()", "f" ]"#,
+            default_ns,
+            "f"
+        ),
+        (None, vec![])
+    );
+    assert_eq!(
+        xml(
+            r#"store_xml => false xpath => [ "/xmlns:foo/xmlns:bar/text()", "f" ]"#,
+            default_ns,
+            "f"
+        ),
+        ok(json!(["1"]))
+    );
+    // A prefix bound to nothing fails as Nokogiri's "Undefined namespace prefix".
+    assert_eq!(
+        xml(
+            r#"store_xml => false xpath => [ "/foo/q:bar", "f" ]"#,
+            "<foo><bar/></foo>",
+            "f"
+        ),
+        (None, vec!["_xmlparsefailure".to_owned()])
+    );
+
+    // force_array => false: one result is a string. A broken document is queried as far as
+    // it was read (RECOVER), without a tag.
+    assert_eq!(
+        xml(
+            r#"store_xml => "false" force_array => "false" xpath => [ "/element/field1/text()", "field1" ]"#,
+            "<element><field1>bbb</field1><field2>789</field2><field3>e3f<field3></element>",
+            "field1"
+        ),
+        ok(json!("bbb"))
+    );
+    let invalid = r#"<xml> <sample attr='foo' attr="bar"> <invalid> </sample> </xml>"#;
+    assert_eq!(xml("store_xml => false", invalid, "tags"), (None, vec![]));
+    assert_eq!(
+        xml(
+            r#"store_xml => false parse_options => "strict""#,
+            invalid,
+            "nothing"
+        ),
+        (None, vec!["_xmlparsefailure".to_owned()])
+    );
+
+    // Results as Ruby's to_s of Nokogiri's: attributes as their value, text escaped, elements
+    // with attributes by name and empty ones closed, numbers as floats, booleans, strings.
+    let doc = r#"<r><a z="1" b="x &amp; &quot;y&quot;">t &lt; u<e/><!--c--></a><a z="2"/></r>"#;
+    let run = |path: &str| {
+        xml(
+            &format!(r#"store_xml => false xpath => [ "{path}", "f" ]"#),
+            doc,
+            "f",
+        )
+    };
+    assert_eq!(run("//a/@z"), ok(json!(["1", "2"])));
+    assert_eq!(run("/r/a[1]/text()"), ok(json!(["t &lt; u"])));
+    assert_eq!(
+        run("/r/a[1]"),
+        ok(json!([
+            r#"<a b="x &amp; &quot;y&quot;" z="1">t &lt; u<e/><!--c--></a>"#
+        ]))
+    );
+    assert_eq!(run("/r/a[1]/comment()"), ok(json!(["<!--c-->"])));
+    assert_eq!(run("count(//a)"), ok(json!(["2.0"])));
+    assert_eq!(run("count(//a) div 4"), ok(json!(["0.5"])));
+    assert_eq!(run("boolean(//e)"), ok(json!(["true"])));
+    assert_eq!(run("boolean(//nope)"), (None, vec![]));
+    assert_eq!(run("string(//a[2]/@z)"), ok(json!(["2"])));
+    assert_eq!(
+        run("concat(name(/r), '-', local-name(//e))"),
+        ok(json!(["r-e"]))
+    );
+
+    assert!(err(
+        r#"filter { xml { source => "raw" store_xml => false xpath => [ "/a[", "f" ] } }"#
+    )
+    .contains("invalid XPath expression"));
+    assert!(err(
+        r#"filter { xml { source => "raw" store_xml => false parse_options => "dtdvalid" } }"#
+    )
+    .contains("needs a DTD"));
 }
 
 // ------------------------------------------------------------------------------------- dns
