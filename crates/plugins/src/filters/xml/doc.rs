@@ -372,8 +372,8 @@ fn start_element(
         }
     };
     resolve(doc, idx, true);
-    let attributes = doc.nodes[idx as usize].attributes.clone();
-    for a in attributes {
+    // The attributes are the nodes after the element.
+    for a in idx + 1..doc.nodes.len() as u32 {
         if !doc.nodes[a as usize].declaration {
             resolve(doc, a, false);
         }

@@ -24,6 +24,8 @@
 mod doc;
 mod xpath;
 
+use std::borrow::Cow;
+
 use doc::{Document, Kind, ReadOptions};
 use sluice_event::{Event, FieldRef, Map, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
@@ -202,14 +204,14 @@ impl Xml {
             })
             .collect();
         let mut has_elements = false;
-        let mut texts: Vec<String> = Vec::new();
+        let mut texts: Vec<Cow<str>> = Vec::new();
         let mut joined = false;
         for &c in &el.children {
             let child = doc.node(c);
             match child.kind {
-                Kind::Text if joined => texts.last_mut().unwrap().push_str(&child.value),
+                Kind::Text if joined => texts.last_mut().unwrap().to_mut().push_str(&child.value),
                 Kind::Text => {
-                    texts.push(child.value.clone());
+                    texts.push(Cow::Borrowed(&child.value));
                     joined = true;
                 }
                 Kind::Element => {
@@ -231,30 +233,34 @@ impl Xml {
                 }
                 self.merge(&mut hash, child.local_name(), value);
             }
-            let mixed: Vec<&String> = texts.iter().filter(|t| !t.trim().is_empty()).collect();
+            let mixed: Vec<&Cow<str>> = texts.iter().filter(|t| !t.trim().is_empty()).collect();
             if !mixed.is_empty() {
                 let content = if mixed.len() == 1 {
-                    Value::String(mixed[0].as_str().into())
+                    Value::String(mixed[0].as_ref().into())
                 } else {
                     Value::Array(
                         mixed
                             .iter()
-                            .map(|t| Value::String(t.as_str().into()))
+                            .map(|t| Value::String(t.as_ref().into()))
                             .collect(),
                     )
                 };
                 hash.insert("content".into(), content);
             }
         } else if !texts.is_empty() {
-            let text: String = texts.concat();
+            let text = if texts.len() == 1 {
+                texts.pop().unwrap()
+            } else {
+                Cow::Owned(texts.concat())
+            };
             if text.is_empty() && el.attributes.is_empty() {
                 return Value::Object(Map::new());
             }
             if !el.attributes.is_empty() || self.force_content {
-                self.merge(&mut hash, "content", Value::String(text.into()));
+                self.merge(&mut hash, "content", Value::String(text.as_ref().into()));
                 return Value::Object(hash);
             }
-            return Value::String(text.into());
+            return Value::String(text.as_ref().into());
         }
         if hash.is_empty() && self.suppress_empty {
             return Value::Null;
