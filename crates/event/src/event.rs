@@ -347,6 +347,10 @@ impl Event {
         self.cancelled = true;
     }
 
+    pub fn uncancel(&mut self) {
+        self.cancelled = false;
+    }
+
     pub fn is_cancelled(&self) -> bool {
         self.cancelled
     }

@@ -349,6 +349,9 @@ impl FilterChain {
     }
 
     fn filter(&mut self, i: usize, events: &mut Vec<Event>) {
+        if self.filters[i].0.is_batched() {
+            return self.filter_batched(i, events);
+        }
         let started = Instant::now();
         let (filter, common) = &mut self.filters[i];
         let mut emitted = std::mem::take(&mut self.emitted);
@@ -376,6 +379,54 @@ impl FilterChain {
         let created = emitted.iter().filter(|e| !e.is_cancelled()).count() as u64;
         events.append(&mut emitted);
         self.emitted = emitted;
+        if let Some(c) = self.metrics.workers[self.worker].filters.get(i) {
+            c.record(seen, kept + created, started.elapsed());
+        }
+    }
+
+    /// [`Self::filter`] for a filter that takes the whole batch in one call.
+    fn filter_batched(&mut self, i: usize, events: &mut Vec<Event>) {
+        let started = Instant::now();
+        let (filter, common) = &mut self.filters[i];
+        let seen = events.iter().filter(|e| !e.is_cancelled()).count() as u64;
+        let mut matched = Vec::with_capacity(events.len());
+        let mut made = Vec::new();
+        filter.filter_batch(events, &mut matched, &mut made);
+        let new_only = filter.matches_new_events_only();
+        let decorate_new = filter.decorates_new_events();
+        if !common.is_empty() {
+            for (e, _) in events.iter_mut().zip(&matched).filter(|(_, m)| **m) {
+                if !new_only {
+                    common.apply(e);
+                }
+            }
+            if decorate_new {
+                for (k, n) in &mut made {
+                    if matched.get(*k).copied().unwrap_or(false) {
+                        common.apply(n);
+                    }
+                }
+            }
+        }
+        let kept = events.iter().filter(|e| !e.is_cancelled()).count() as u64;
+        let mut emitted: Vec<Event> = Vec::with_capacity(made.len());
+        let mut start = 0;
+        while start < made.len() {
+            let parent = made[start].0;
+            let end = start
+                + made[start..]
+                    .iter()
+                    .take_while(|(k, _)| *k == parent)
+                    .count();
+            let first_new = emitted.len();
+            emitted.extend(made[start..end].iter_mut().map(|(_, e)| std::mem::take(e)));
+            if let (Some((field, pipeline)), Some(p)) = (&self.replay_ids, events.get(parent)) {
+                derive_ids(field, pipeline, p, &mut emitted[first_new..], i);
+            }
+            start = end;
+        }
+        let created = emitted.iter().filter(|e| !e.is_cancelled()).count() as u64;
+        events.append(&mut emitted);
         if let Some(c) = self.metrics.workers[self.worker].filters.get(i) {
             c.record(seen, kept + created, started.elapsed());
         }

@@ -149,6 +149,11 @@ impl<'a> Options<'a> {
         self.registry.pipeline_id()
     }
 
+    /// Where the plugin is written: `name@line:column`, as its default id.
+    pub fn location(&self) -> String {
+        format!("{}@{}:{}", self.plugin, self.span.line, self.span.column)
+    }
+
     pub fn plugin_name(&self) -> &str {
         self.plugin
     }

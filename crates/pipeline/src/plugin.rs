@@ -3,7 +3,7 @@
 //! - [`Input`]: runs on its own thread until its source ends or [`InputContext::is_stopping`];
 //!   pushes whole batches through [`InputContext::push`], which blocks while the queue is full.
 //! - [`Filter`]: one instance per worker (so no locks on the hot path); sees one event at a time
-//!   and says whether it "matched", which is when the common options (`add_field`, `add_tag`,
+//!   (or, when batched, a whole batch in one call) and says whether it "matched", which is when the common options (`add_field`, `add_tag`,
 //!   `remove_field`, `remove_tag`) apply. New events go into `emit` and flow through the rest of
 //!   the filters. A filter never panics on bad data: it tags the event.
 //! - [`Output`]: shared by all workers; gets every event of a batch that reached it and returns
@@ -35,6 +35,38 @@ pub trait Filter: Send {
     /// its copies.
     fn matches_new_events_only(&self) -> bool {
         false
+    }
+
+    /// True for filters that work on a whole batch at once: the chain then calls
+    /// [`Filter::filter_batch`] instead of [`Filter::filter`] for each event.
+    fn is_batched(&self) -> bool {
+        false
+    }
+
+    /// Processes every event of `events` that is not cancelled, in one call: pushes to
+    /// `matched` one result per event (as [`Filter::filter`]'s; false for a cancelled one) and
+    /// to `made` the new events, each with the index of the event that made it, in order.
+    fn filter_batch(
+        &mut self,
+        events: &mut [Event],
+        matched: &mut Vec<bool>,
+        made: &mut Vec<(usize, Event)>,
+    ) {
+        let mut emit = Vec::new();
+        for (i, e) in events.iter_mut().enumerate() {
+            if e.is_cancelled() {
+                matched.push(false);
+                continue;
+            }
+            matched.push(self.filter(e, &mut emit));
+            made.extend(emit.drain(..).map(|n| (i, n)));
+        }
+    }
+
+    /// False when the common options leave the events a filter makes alone (Logstash's ruby
+    /// filter yields them without `filter_matched`).
+    fn decorates_new_events(&self) -> bool {
+        true
     }
 
     /// Called when the pipeline shuts down, for filters that hold events back.

@@ -70,6 +70,7 @@ pub fn registry() -> Registry {
     r.add_filter("elapsed", filters::elapsed::build);
     r.add_filter("throttle", filters::throttle::build);
     r.add_filter("aggregate", filters::aggregate::build);
+    r.add_filter("ruby", filters::ruby::build);
 
     r.add_output("stdout", outputs::stdout::build);
     r.add_output("file", outputs::file::build);

@@ -22,6 +22,7 @@ pub mod kv;
 pub mod metrics;
 pub mod mutate;
 pub mod prune;
+pub mod ruby;
 pub mod sleep;
 pub mod split;
 pub mod syslog_pri;

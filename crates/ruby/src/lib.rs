@@ -1,0 +1,122 @@
+//! sluice-ruby: an embedded CRuby for the `ruby` filter.
+//!
+//! Ruby's VM is single-threaded and bound to the OS thread that started it, so one
+//! process-wide VM thread ([`vm`]) is started the first time a script is compiled, after
+//! sluice has installed its own signal handlers, and lives until the process exits. Every
+//! other thread talks to it through a channel: [`Script::compile`] sends a filter's
+//! `init`/`code` to be compiled once; [`Script::run`] sends a whole batch of events and gets
+//! them back, with what the script made of each (matched, the exception it raised, the new
+//! events it emitted). Only Rust data crosses the channel; Ruby values never leave the VM
+//! thread.
+//!
+//! On the VM thread, each event is a `LogStash::Event` ([`event`]) that owns the sluice event
+//! for the time of the batch: `get`/`set` convert values both ways as Logstash's Rubyfier
+//! and Javafier do (big integers, floats, nested hashes and arrays, timestamps as
+//! `LogStash::Timestamp`). The Ruby side of the API (the filter context, `@logger`) is the
+//! prelude in `prelude.rb`.
+
+mod event;
+mod vm;
+
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use sluice_event::Event;
+
+/// What compiling a filter's script needs.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The plugin's name in logs (`ruby@3:5`).
+    pub label: String,
+    /// Run once, in the filter's context, before the first event (`@ivars` it sets are seen by
+    /// `code`).
+    pub init: Option<String>,
+    /// The body of `filter(event, &new_event_block)`.
+    pub code: String,
+}
+
+/// What a script made of one batch.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Per event of the batch: `None` when the code ran through, or the exception it raised,
+    /// as Ruby's `to_s` of it.
+    pub errors: Vec<Option<String>>,
+    /// The events given to `new_event_block`, each with the index of the event whose code
+    /// made it.
+    pub made: Vec<(usize, Event)>,
+}
+
+/// A compiled script on the VM thread, shared by every worker's copy of the filter. The
+/// last copy dropped frees it on the VM.
+#[derive(Clone)]
+pub struct Script {
+    inner: Arc<Handle>,
+}
+
+struct Handle {
+    id: u64,
+    jobs: mpsc::Sender<vm::Job>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let _ = self.jobs.send(vm::Job::Close(self.id));
+    }
+}
+
+impl Script {
+    /// Compiles `spec` on the VM (starting it if needed): runs `init`, then defines the
+    /// filter method. A syntax error, or an exception raised by `init`, is the `Err`.
+    pub fn compile(spec: Spec) -> Result<Script, String> {
+        let jobs = vm::jobs()?;
+        let (reply, answer) = mpsc::sync_channel(1);
+        jobs.send(vm::Job::Compile(spec, reply))
+            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
+        let id = answer
+            .recv()
+            .map_err(|_| "the Ruby VM thread has stopped".to_owned())??;
+        Ok(Script {
+            inner: Arc::new(Handle { id, jobs }),
+        })
+    }
+
+    /// Runs the script on each event of `events` (cancelled ones are skipped), in one round
+    /// trip to the VM. The events come back in place, changed by the script. `Err` only when
+    /// the VM is gone; the events are then unchanged.
+    pub fn run(&self, events: &mut [Event]) -> Result<Outcome, String> {
+        let batch: Vec<Event> = events.iter_mut().map(std::mem::take).collect();
+        let (reply, answer) = mpsc::sync_channel(1);
+        let gone = |batch: Vec<Event>, events: &mut [Event]| {
+            for (slot, e) in events.iter_mut().zip(batch) {
+                *slot = e;
+            }
+            "the Ruby VM thread has stopped".to_owned()
+        };
+        if let Err(mpsc::SendError(vm::Job::Run(_, batch, _))) =
+            self.inner
+                .jobs
+                .send(vm::Job::Run(self.inner.id, batch, reply))
+        {
+            return Err(gone(batch, events));
+        }
+        let (batch, outcome) = answer
+            .recv()
+            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
+        for (slot, e) in events.iter_mut().zip(batch) {
+            *slot = e;
+        }
+        Ok(outcome)
+    }
+}
+
+/// Evaluates `code` on the VM and returns Ruby's `inspect` of the result (tests and
+/// diagnostics).
+pub fn eval_inspect(code: &str) -> Result<String, String> {
+    let jobs = vm::jobs()?;
+    let (reply, answer) = mpsc::sync_channel(1);
+    jobs.send(vm::Job::Eval(code.to_owned(), reply))
+        .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
+    answer
+        .recv()
+        .map_err(|_| "the Ruby VM thread has stopped".to_owned())?
+}
