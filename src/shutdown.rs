@@ -3,7 +3,10 @@
 //! worker is in), as Logstash's shutdown watcher does, and that ends a stalled shutdown when
 //! doing so loses nothing or the user allowed it (`pipeline.unsafe_shutdown`).
 //!
-//! A worker stuck inside an output that never returns cannot be interrupted. After
+//! At the first report, Ruby code still running in a ruby filter is interrupted (its event
+//! tagged, the batch's remaining events not run through Ruby), so that a script that loops
+//! forever does not hold the stop. A worker stuck inside an output that never returns cannot
+//! be interrupted. After
 //! [`REPORTS_BEFORE_EXIT`] reports the watcher exits the process (status 1) if every stalled
 //! pipeline either has a persisted queue (its unacked batches are replayed at the next start)
 //! or `pipeline.unsafe_shutdown: true`; otherwise it keeps reporting, and a second stop signal
@@ -67,6 +70,10 @@ fn run(pipelines: &[PipelineWatch]) {
         let secs = started.elapsed().as_secs();
         for p in &stalled {
             tracing::warn!(pipeline = %p.id(), "shutdown stalled for {secs} s: {}", p.report());
+        }
+        if reports == 1 {
+            // Ruby code that loops forever would hold its batch, and so the stop, for good.
+            sluice_plugins::filters::ruby::interrupt();
         }
         if reports < REPORTS_BEFORE_EXIT {
             continue;

@@ -51,3 +51,56 @@ fn sigterm_and_sigint_stop_a_pipeline_with_a_ruby_filter() {
         }
     }
 }
+
+#[test]
+fn code_that_never_ends_is_interrupted_by_a_stalled_stop() {
+    let dir = temp_dir("ruby-filter", "loop");
+    let out = dir.join("out.jsonl");
+    let config = format!(
+        "input {{ generator {{ count => 3 message => 'm' }} }} \
+         filter {{ ruby {{ code => \"loop {{ }} if event.get('[event][sequence]') == 1; event.set('ran', true)\" }} }} \
+         output {{ file {{ path => '{}' codec => json_lines }} }}",
+        out.display()
+    );
+    let mut r = Run::start(
+        &dir,
+        "pipeline.workers: 1\npipeline.batch.size: 1\n",
+        &[],
+        &config,
+        Stdio::null(),
+        Stdio::null(),
+    );
+    r.wait_log("starting pipeline", 60);
+    // Event 0 goes through; event 1 spins for ever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 1
+    {
+        assert!(std::time::Instant::now() < deadline, "{}", r.log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    r.signal("-TERM");
+    // The first stall report (5 s) interrupts the code; the stop then completes.
+    let status = r.exit(60);
+    assert!(status.success(), "{status:?}\n{}", r.log());
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_seq = |s: i64| {
+        lines
+            .iter()
+            .find(|v| v["event"]["sequence"] == s)
+            .unwrap_or_else(|| panic!("sequence {s} missing: {lines:?}"))
+    };
+    assert_eq!(by_seq(0)["ran"], true);
+    assert_eq!(by_seq(1)["tags"], serde_json::json!(["_rubyexception"]));
+    assert!(by_seq(1).get("ran").is_none());
+    // Once given up on, code no longer runs: the last event is tagged too.
+    assert_eq!(by_seq(2)["tags"], serde_json::json!(["_rubyexception"]));
+    assert!(r.log().contains("interrupted"), "{}", r.log());
+}

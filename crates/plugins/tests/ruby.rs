@@ -214,6 +214,241 @@ fn logger_and_errors_at_load() {
         err.contains("You must either use an inline script"),
         "{err}"
     );
-    let err = run_filters("filter { ruby { path => \"/x.rb\" } }", &[]).unwrap_err();
-    assert!(err.contains("not supported"), "{err}");
+    let err = run_filters("filter { ruby { path => \"/nonexistent/x.rb\" } }", &[]).unwrap_err();
+    assert!(err.contains("cannot read /nonexistent/x.rb"), "{err}");
+}
+
+fn script_file(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("sluice-ruby-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// A script file as logstash-filter-ruby's spec uses them: register(params), filter(event)
+/// returning the events to keep, and test blocks run when the config loads.
+const SCALER: &str = r#"
+def register(params)
+  @field = params['field']
+  @factor = params['factor']
+end
+
+def filter(event)
+  value = event.get(@field)
+  return [] if value.nil?
+  extra = LogStash::Event.new('copy_of' => value)
+  raise 'negative' if value < 0
+  [event.tap { |e| e.set(@field, value * @factor) }, extra]
+end
+
+test 'scales the field' do
+  parameters { { 'field' => 'n', 'factor' => 3 } }
+  in_event { { 'n' => 5 } }
+  expect('two events') { |events| events.size == 2 }
+  expect('fifteen') { |events| events.first.get('n') == 15 }
+end
+"#;
+
+#[test]
+fn script_files_register_filter_and_test() {
+    let path = script_file("scaler.rb", SCALER);
+    let config = format!(
+        "filter {{ ruby {{ path => \"{path}\" script_params => {{ \"field\" => \"n\" \"factor\" => 2 }} add_tag => ['scaled'] }} }}"
+    );
+    let out = run_filters(
+        &config,
+        &[json!({"n": 4}), json!({"other": 1}), json!({"n": -1})],
+    )
+    .unwrap();
+    // 4 → 8 plus a new event; the event without n is dropped (nothing returned); -1 raises.
+    assert_eq!(out.len(), 3, "{out:?}");
+    assert_eq!(get(&out[0], "n"), v(json!(8)));
+    assert_eq!(tags(&out[0]), vec!["scaled"]);
+    assert_eq!(get(&out[1], "n"), v(json!(-1)));
+    assert_eq!(tags(&out[1]), vec!["_rubyexception"]);
+    assert_eq!(get(&out[2], "copy_of"), v(json!(4)));
+    assert!(tags(&out[2]).is_empty());
+
+    // A failing test fails the config.
+    let broken = script_file(
+        "broken.rb",
+        "def filter(event)\n  event.set('foo', 'bar')\n  [event]\nend\ntest 'sets foo' do\n  in_event { { 'x' => 1 } }\n  expect('foo is baz') { |events| events.first.get('foo') == 'baz' }\nend\n",
+    );
+    let err = run_filters(
+        &format!("filter {{ ruby {{ path => \"{broken}\" }} }}"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(err.contains("had 1 failing tests"), "{err}");
+    // A script without filter, and one whose filter does not return an array.
+    let empty = script_file("empty.rb", "def register(params)\nend\n");
+    let err =
+        run_filters(&format!("filter {{ ruby {{ path => \"{empty}\" }} }}"), &[]).unwrap_err();
+    assert!(err.contains("Script does not define a filter"), "{err}");
+    let scalar = script_file("scalar.rb", "def filter(event)\n  event\nend\n");
+    let e = one(
+        &format!("filter {{ ruby {{ path => \"{scalar}\" }} }}"),
+        json!({}),
+    );
+    assert_eq!(tags(&e), vec!["_rubyexception"]);
+}
+
+/// The ruby filter of `file` (under realconfigs) whose `code` option is on `line`, alone in
+/// a filter section, with its own options (`init` too).
+fn snippet(shared: &std::path::Path, file: &str, line: u32) -> sluice_config::Config {
+    use sluice_config::{Plugin, Statement};
+    fn find(body: &[Statement], line: u32) -> Option<Plugin> {
+        body.iter().find_map(|s| match s {
+            Statement::Plugin(p) => (p.name == "ruby"
+                && p.attributes
+                    .iter()
+                    .any(|a| a.name == "code" && a.span.line == line))
+            .then(|| p.clone()),
+            Statement::If(i) => i
+                .branches
+                .iter()
+                .find_map(|b| find(&b.body, line))
+                .or_else(|| i.else_body.as_deref().and_then(|e| find(e, line))),
+        })
+    }
+    let path = shared.join("compat/realconfigs").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut config = sluice_config::parse(file, &text).unwrap_or_else(|e| panic!("{e}"));
+    let mut section = config
+        .sections
+        .iter()
+        .find(|s| s.kind == sluice_config::SectionKind::Filter)
+        .cloned()
+        .unwrap_or_else(|| panic!("{file}: no filter section"));
+    let plugin = config
+        .sections
+        .iter()
+        .find_map(|s| find(&s.body, line))
+        .unwrap_or_else(|| panic!("{file}: no ruby filter with code on line {line}"));
+    section.body = vec![Statement::Plugin(plugin)];
+    config.sections = vec![section];
+    config
+}
+
+/// 30 `ruby { code => … }` blocks of the public configs in `../shared/compat/realconfigs`
+/// (read there at run time, by file and line of `code`), each with a sample event and what
+/// Logstash 8 makes of it, worked out by reading the Ruby. Old `event['field']` access is
+/// an error since Logstash 5, so those events are tagged `_rubyexception`.
+#[test]
+fn snippets_of_real_configs() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    // (file, line of `code`, input event, expected events: field → value, null for absent)
+    let cases: &[(&str, u32, serde_json::Value, serde_json::Value)] = &[
+        ("Cyb3rWard0g+HELK/docker/helk-logstash/pipeline/1524-winevent-logon-ids-conversions-filter.conf", 10,
+            json!({"SubjectLogonId": "0x3e7"}), json!([{"SubjectLogonId": 999}])),
+        ("Cyb3rWard0g+HELK/docker/helk-logstash/pipeline/1592-winevent-conversions-catchall-process-ids-filter.conf", 11,
+            json!({"process_id": "0x1a4"}), json!([{"process_id_orig": "0x1a4", "process_id": 420}])),
+        ("Cyb3rWard0g+HELK/docker/helk-logstash/pipeline/1010-winevent-winlogbeats-filter.conf", 11,
+            json!({"event_data": {"LogonType": "3", "User": "bob"}}),
+            json!([{"LogonType": "3", "User": "bob", "event_data": null}])),
+        ("DHTC-Tools+logstash-confs/job-records/logstash/joblog.conf", 156,
+            json!({"PILOTTIMING": "1|2|3|4|5"}),
+            json!([{"get_job_consumption": null, "tags": ["_rubyexception"]}])),
+        ("DHTC-Tools+logstash-confs/job-records/logstash/joblog.conf", 219,
+            json!({"ENDTIME": "100", "STARTTIME": "40"}),
+            json!([{"job_duration": null, "tags": ["_rubyexception"]}])),
+        ("alanfx+logstash-configs/rg_logs.conf", 30,
+            json!({}), json!([{"datestamp": null, "tags": ["_rubyexception"]}])),
+        ("erickrr-bd+Logstash-configurations/etc/logstash/conf.d/f5.conf", 25,
+            json!({"a": "\" quoted \"", "n": 5}), json!([{"a": "quoted", "n": 5}])),
+        ("erickrr-bd+Logstash-configurations/etc/logstash/conf.d/dbf.conf", 42,
+            json!({"@metadata": {"input": {"tcp": {"source": {"name": "fw1"}}}}}), json!([{"host": "fw1"}])),
+        ("philhagen+sof-elk/configfiles/2050-netflow.conf", 158,
+            json!({"source": {"bytes": 1500}, "raw": {"avg_in_packet_size": 100}}), json!([{"source.packets": 15}])),
+        ("philhagen+sof-elk/configfiles/2050-netflow.conf", 211,
+            json!({"netflow": {"flow_duration_microseconds": "7500000"}}), json!([{"netflow.flow_duration": 7}])),
+        ("philhagen+sof-elk/configfiles/6503-kape_lecmd.conf", 157,
+            json!({"file": {"target": {"inode_string": "0x1F"}}}), json!([{"file.target.inode": 31}])),
+        ("philhagen+sof-elk/configfiles/8051-postprocess-ip_addresses.conf", 674,
+            json!({"related": {"ip": ["10.0.0.1", "10.0.0.2", "10.0.0.1"]}}),
+            json!([{"related.ip": ["10.0.0.1", "10.0.0.2"], "related": {}}])),
+        ("philhagen+sof-elk/configfiles/8999-postprocess-all.conf", 11,
+            json!({"tags": ["a", "b", "a"]}), json!([{"tags": ["a", "b"]}])),
+        ("HASecuritySolutions+Logstash/configfiles-5.x/1116_preprocess_bro_ssl.conf", 91,
+            json!({"certificate_chain_fuids": "F1,F2,F3"}), json!([{"certificate_chain_count": 3}])),
+        ("HASecuritySolutions+Logstash/configfiles-5.x/1123_preprocess_bro_x509.conf", 108,
+            json!({"certificate_not_valid_before": 0, "certificate_not_valid_after": 864001}),
+            json!([{"certificate_number_days_valid": 10}])),
+        ("HASecuritySolutions+Logstash/configfiles/1116_preprocess_bro_ssl.conf", 68,
+            json!({"certificate_common_name": "example.org"}),
+            json!([{"certificate_common_name_length": null, "tags": ["_rubyexception"]}])),
+        ("HASecuritySolutions+Logstash/configfiles-5.x/6000_bro.conf", 129,
+            json!({"original_bytes": 10, "respond_bytes": 32}), json!([{"total_bytes": 42}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/enrichments/17_dns.conf", 272,
+            json!({"source": {"ip": ["1.1.1.1", "1.1.1.1", "2.2.2.2", "3.3.3.3"]}}),
+            json!([{"[source][address]": ["1.1.1.1", "2.2.2.2"]}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/enrichments/17_dns.conf", 297,
+            json!({"source": {"address": ["a.test", "1.1.1.1", "b.test"], "ip": ["1.1.1.1", "1.1.1.1"]}}),
+            json!([{"[source][address]": ["a.test", "b.test"]}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/enrichments/93_mitre.conf", 18,
+            json!({"threat": {"tactic": {"id": ["TA1", "TA2", "TA1"]}}}), json!([{"[threat][tactic][id]": ["TA1", "TA2"]}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/processors/api_security_azure.graph_api.conf", 54,
+            json!({"az": {"fileStates": [{"path": "/a"}, {"path": ""}, {"path": "/b"}]}}), json!([{"[file][path]": ["/a", "/b"]}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/processors/event_hub_audit_azure.event_hub_audit.conf", 78,
+            json!({"azaudit": {"properties": {"additionalDetails": [{"key": "other", "value": "x"}, {"key": "additionalinfo", "value": "Role granted for user alice@example. Done"}]}}}),
+            json!([{"[user][id]": "alice@example"}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/processors/flat_file_atlassian_jira_audit.conf", 22,
+            json!({"tmp_msg": {"changedValues": [{"key": "email", "to": "a@b"}, {"key": "name", "to": "A"}]}}),
+            json!([{"user_dct": {"email": "a@b", "name": "A"}}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/processors/syslog_audit_linux_rsyslog.conf", 219,
+            json!({"tmp_data": "6c73202d6c61"}), json!([{"[process][command_line]": "ls -la"}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/processors/syslog_audit_trellix.epo.conf", 70,
+            json!({"tmp": {"timezone": "-300"}}), json!([{"[tmp][offset][hr]": "-5"}])),
+        ("Cargill+OpenSIEM-Logstash-Parsing/config/inputs/kafka/1_kafka_input_template.conf", 38,
+            json!({"host": "h1"}), json!([{"[agent][name]": "h1"}])),
+        ("elastic+examples/Exploring Public Datasets/nyc_traffic_accidents/nyc_collision_logstash.conf", 19,
+            json!({"on_street_name": "MAIN ST", "cross_street_name": "ELM AVE"}), json!([{"intersection": "ELM AVE--MAIN ST"}])),
+        ("elastic+examples/Miscellaneous/gdpr/pseudonymization/logstash_fingerprint.conf", 43,
+            json!({"identities": [{"name": "x"}, {"name": "y"}]}),
+            json!([{"tags": null}, {"name": "x", "tags": ["identities"]}, {"name": "y", "tags": ["identities"]}])),
+        ("idaholab+Malcolm/logstash/pipelines/suricata/11_suricata_logs.conf", 243,
+            json!({"network": {"protocol": "tcp"}}), json!([{"[network][protocol]": ["rdp", "tcp"]}])),
+        ("idaholab+Malcolm/logstash/pipelines/zeek/1300_zeek_normalize.conf", 701,
+            json!({"event": {"action": "read"}, "zeek": {"roc_plus": {"opcode": "17", "command": "login"}}}),
+            json!([{"[event][action]": ["read", "17:login"]}])),
+        ("idaholab+Malcolm/logstash/pipelines/filescan/11_parse.conf", 238,
+            json!({"id": 7, "results": {"strelka": {"results": ["r1", "r2"]}}}),
+            json!([{"id": 7, "[results][strelka][result]": "r1"}, {"id": 7, "[results][strelka][result]": "r2"}])),
+        ("idaholab+Malcolm/logstash/pipelines/zeek/1016_zeek_dce_rpc.conf", 28,
+            json!({"message": ["1.5", "C1", "10.0.0.1", "49152", "10.0.0.2", "135", "0.1", "pipe", "ep", "op"]}),
+            json!([{"[zeek_cols][uid]": "C1", "[zeek_cols][operation]": "op", "[zeek_cols][resp_p]": "135"}])),
+        ("philhagen+sof-elk/configfiles-UNSUPPORTED/6400-suricata.conf", 13,
+            json!({"event_type": "fileinfo"}), json!([{"tags": ["_rubyexception"]}])),
+    ];
+    assert!(cases.len() >= 30);
+    let registry = sluice_plugins::registry();
+    for (file, line, input, expected) in cases {
+        let config = snippet(&shared, file, *line);
+        let compiled = sluice_pipeline::graph::compile(&config, &registry)
+            .unwrap_or_else(|e| panic!("{file}:{line}: {e}"));
+        let mut chain = compiled.filter_chain();
+        let mut events = match Value::from(input.clone()) {
+            Value::Object(m) => vec![sluice_event::Event::from_map(m)],
+            _ => unreachable!(),
+        };
+        chain.run(&mut events);
+        events.retain(|e| !e.is_cancelled());
+        let expected = expected.as_array().unwrap();
+        assert_eq!(events.len(), expected.len(), "{file}:{line}: {events:?}");
+        for (k, (e, want)) in events.iter().zip(expected).enumerate() {
+            for (field, value) in want.as_object().unwrap() {
+                let r = if field.starts_with('[') {
+                    field.clone()
+                } else {
+                    format!("[{field}]")
+                };
+                let got = e.get(&sluice_event::FieldRef::parse(&r).unwrap()).cloned();
+                let want = (!value.is_null()).then(|| Value::from(value.clone()));
+                assert_eq!(got, want, "{file}:{line}: event {k}, field {field}: {e:?}");
+            }
+        }
+    }
 }

@@ -28,11 +28,22 @@ use sluice_event::Event;
 pub struct Spec {
     /// The plugin's name in logs (`ruby@3:5`).
     pub label: String,
-    /// Run once, in the filter's context, before the first event (`@ivars` it sets are seen by
-    /// `code`).
-    pub init: Option<String>,
-    /// The body of `filter(event, &new_event_block)`.
-    pub code: String,
+    pub source: Source,
+}
+
+/// Where a filter's Ruby comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Inline: `init` runs once in the filter's context before the first event (`@ivars` it
+    /// sets are seen by `code`); `code` is the body of `filter(event, &new_event_block)`.
+    Inline { init: Option<String>, code: String },
+    /// A script file (`path`): it defines `filter(event)` returning the events to keep, and
+    /// may define `register(params)` and `test` blocks, which run when it loads.
+    File {
+        path: String,
+        content: String,
+        params: Vec<(String, sluice_event::Value)>,
+    },
 }
 
 /// What a script made of one batch.
@@ -119,4 +130,11 @@ pub fn eval_inspect(code: &str) -> Result<String, String> {
     answer
         .recv()
         .map_err(|_| "the Ruby VM thread has stopped".to_owned())?
+}
+
+/// Gives up on Ruby code still running, for a stop that waits on it: the code running now is
+/// interrupted (a `Sluice::Shutdown` exception, within 0.2 s while it runs Ruby), and no code
+/// runs any more: events get that exception (and the filter's exception tag) instead.
+pub fn interrupt() {
+    vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
 }

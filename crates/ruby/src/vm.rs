@@ -7,6 +7,7 @@
 //! into Ruby per batch, not per event.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::OnceLock;
 
@@ -15,7 +16,7 @@ use magnus::{prelude::*, Error, RArray, RModule, Ruby, Value};
 use sluice_event::Event;
 
 use crate::event::{self, RbEvent};
-use crate::{Outcome, Spec};
+use crate::{Outcome, Source, Spec};
 
 const PRELUDE: &str = include_str!("prelude.rb");
 
@@ -111,6 +112,7 @@ fn boot(ruby: &Ruby) -> Result<(), Error> {
     let sluice: RModule = ruby.define_module("Sluice")?;
     sluice.define_module_function("__log", magnus::function!(log, 3))?;
     sluice.define_module_function("__log_enabled", magnus::function!(log_enabled, 1))?;
+    sluice.define_module_function("__interrupted?", magnus::function!(interrupted, 0))?;
     let _: Value = ruby.eval(PRELUDE)?;
     Ok(())
 }
@@ -158,19 +160,39 @@ fn serve(ruby: &Ruby, jobs: mpsc::Receiver<Job>) {
     }
 }
 
-/// A filter context with `init` run in it and `code` defined as its `filter_method`.
+/// A filter context: for inline code, `init` run in it and `code` defined as its
+/// `filter_method`; for a script file, the file loaded, its tests run and `register` called.
 fn compile(ruby: &Ruby, spec: &Spec) -> Result<Value, Error> {
-    let class: Value = ruby.eval("Sluice::FilterContext")?;
-    let ctx: Value = class.funcall("new", (spec.label.as_str(),))?;
-    if let Some(init) = &spec.init {
-        let _: Value = ctx.funcall("instance_eval", (init.as_str(), "(ruby filter init)", 1))?;
+    match &spec.source {
+        Source::Inline { init, code } => {
+            let class: Value = ruby.eval("Sluice::FilterContext")?;
+            let ctx: Value = class.funcall("new", (spec.label.as_str(),))?;
+            if let Some(init) = init {
+                let _: Value =
+                    ctx.funcall("instance_eval", (init.as_str(), "(ruby filter init)", 1))?;
+            }
+            let code = format!(
+                "define_singleton_method :filter_method do |event, &new_event_block|\n{code}\nend"
+            );
+            let _: Value = ctx.funcall("instance_eval", (code, "(ruby filter code)", 0))?;
+            Ok(ctx)
+        }
+        Source::File {
+            path,
+            content,
+            params,
+        } => {
+            let hash = ruby.hash_new();
+            for (k, v) in params {
+                hash.aset(ruby.str_new(k), event::to_ruby(ruby, v)?)?;
+            }
+            let class: Value = ruby.eval("Sluice::ScriptFilter")?;
+            class.funcall(
+                "new",
+                (spec.label.as_str(), path.as_str(), content.as_str(), hash),
+            )
+        }
     }
-    let code = format!(
-        "define_singleton_method :filter_method do |event, &new_event_block|\n{}\nend",
-        spec.code
-    );
-    let _: Value = ctx.funcall("instance_eval", (code, "(ruby filter code)", 0))?;
-    Ok(ctx)
 }
 
 /// Runs a batch through the context's `__run`, then takes the events back.
@@ -246,6 +268,13 @@ pub(crate) fn describe(_ruby: &Ruby, e: &Error) -> String {
         }
         None => e.to_string(),
     }
+}
+
+/// Set once sluice gives up waiting for code still running at a stop.
+pub(crate) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
 }
 
 fn log(level: i64, label: String, message: String) {

@@ -1,13 +1,15 @@
 //! The Event API as Ruby code sees it, through sluice-ruby's public interface.
 
 use sluice_event::{Event, FieldRef, Value};
-use sluice_ruby::{Script, Spec};
+use sluice_ruby::{Script, Source, Spec};
 
 fn script(code: &str) -> Script {
     Script::compile(Spec {
         label: "ruby@test".into(),
-        init: None,
-        code: code.into(),
+        source: Source::Inline {
+            init: None,
+            code: code.into(),
+        },
     })
     .unwrap()
 }

@@ -11,8 +11,11 @@
 //! left it; the common options apply to an event whose code ran through. Events given to
 //! `new_event_block` join the batch undecorated, as Logstash yields them.
 //!
-//! `path` script files are refused for now, with a clear message. Without the `ruby` Cargo
-//! feature the filter reports that it is not compiled in.
+//! With `path`, the script file is loaded into its own object, its `test` blocks run (a
+//! failing test fails the config, as in Logstash), then `register(script_params)`; its
+//! `filter(event)` returns the events to keep: the original is cancelled unless among them,
+//! the others are new events. Without the `ruby` Cargo feature the filter reports that it is
+//! not compiled in.
 
 #[cfg(feature = "ruby")]
 use sluice_event::Event;
@@ -22,16 +25,24 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
     let code = opts.string("code")?;
     let init = opts.string("init")?;
     let path = opts.string("path")?;
-    opts.string_hash("script_params")?;
+    let params: Vec<(String, sluice_event::Value)> = opts
+        .hash("script_params")?
+        .unwrap_or_default()
+        .iter()
+        .map(|(k, v)| (k.clone(), sluice_pipeline::options::ast_to_value(v)))
+        .collect();
     let tag_on_exception = opts.string_or("tag_on_exception", "_rubyexception")?;
     let tag_with_message = opts.boolean_or("tag_with_exception_message", false)?;
-    let code = match (code, path) {
-        (Some(code), None) => code,
-        (None, Some(_)) => {
-            return Err(opts.error(
-                "path",
-                "ruby script files (path => ...) are not supported by sluice yet; put the code inline with code => ...",
-            ))
+    let source = match (code, path) {
+        (Some(code), None) => Source::Inline { init, code },
+        (None, Some(path)) => {
+            let content = std::fs::read_to_string(&path)
+                .map_err(|e| opts.error("path", format!("cannot read {path}: {e}")))?;
+            Source::File {
+                path,
+                content,
+                params,
+            }
         }
         _ => {
             return Err(opts.plugin_error(
@@ -39,14 +50,32 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
             ))
         }
     };
-    compile(opts, init, code, tag_on_exception, tag_with_message)
+    compile(opts, source, tag_on_exception, tag_with_message)
+}
+
+/// Gives up on Ruby code still running (a stop that waits on it); a no-op without Ruby.
+pub fn interrupt() {
+    #[cfg(feature = "ruby")]
+    sluice_ruby::interrupt();
+}
+
+/// Where the Ruby comes from (as `sluice_ruby::Source`, also when Ruby is not compiled in).
+pub enum Source {
+    Inline {
+        init: Option<String>,
+        code: String,
+    },
+    File {
+        path: String,
+        content: String,
+        params: Vec<(String, sluice_event::Value)>,
+    },
 }
 
 #[cfg(not(feature = "ruby"))]
 fn compile(
     opts: &mut Options,
-    _init: Option<String>,
-    _code: String,
+    _source: Source,
     _tag: String,
     _with_message: bool,
 ) -> Result<Box<dyn Filter>, ConfigError> {
@@ -58,20 +87,30 @@ fn compile(
 #[cfg(feature = "ruby")]
 fn compile(
     opts: &mut Options,
-    init: Option<String>,
-    code: String,
+    source: Source,
     tag_on_exception: String,
     tag_with_message: bool,
 ) -> Result<Box<dyn Filter>, ConfigError> {
     let label = opts.location();
+    let source = match source {
+        Source::Inline { init, code } => sluice_ruby::Source::Inline { init, code },
+        Source::File {
+            path,
+            content,
+            params,
+        } => sluice_ruby::Source::File {
+            path,
+            content,
+            params,
+        },
+    };
     let script = sluice_ruby::Script::compile(sluice_ruby::Spec {
         label: label.clone(),
-        init,
-        code,
+        source,
     })
     .map_err(|e| {
         opts.plugin_error(format!(
-            "the Ruby code does not compile or init failed: {e}"
+            "the Ruby code does not compile or failed to start: {e}"
         ))
     })?;
     Ok(Box::new(Ruby {
