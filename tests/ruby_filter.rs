@@ -104,3 +104,54 @@ fn code_that_never_ends_is_interrupted_by_a_stalled_stop() {
     assert_eq!(by_seq(2)["tags"], serde_json::json!(["_rubyexception"]));
     assert!(r.log().contains("interrupted"), "{}", r.log());
 }
+
+#[test]
+fn aggregate_pushes_a_timed_out_map_at_the_periodic_flush() {
+    let dir = temp_dir("ruby-filter", "aggregate");
+    let out = dir.join("out.jsonl");
+    let config = format!(
+        "input {{ stdin {{ codec => json_lines }} }} \
+         filter {{ aggregate {{ task_id => '%{{id}}' code => \"map['count'] ||= 0; map['count'] += 1; event.cancel\" \
+                   push_map_as_event_on_timeout => true timeout => 1 timeout_task_id_field => 'id' timeout_tags => ['timed_out'] }} }} \
+         output {{ file {{ path => '{}' codec => json_lines }} }}",
+        out.display()
+    );
+    let mut r = Run::start(
+        &dir,
+        "pipeline.workers: 2\n",
+        &[],
+        &config,
+        Stdio::piped(),
+        Stdio::null(),
+    );
+    r.wait_log("starting pipeline", 60);
+    {
+        use std::io::Write;
+        let stdin = r.child.stdin.as_mut().unwrap();
+        for _ in 0..3 {
+            writeln!(stdin, "{{\"id\": \"job-1\"}}").unwrap();
+        }
+        stdin.flush().unwrap();
+    }
+    // The map times out after 1 s; the flush every 5 s pushes it, once for both workers.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let lines = loop {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if text.ends_with('\n') && !text.is_empty() {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", r.log());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    drop(r.child.stdin.take());
+    assert!(r.exit(60).success(), "{}", r.log());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let pushed: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(pushed.len(), 1, "{lines}");
+    assert_eq!(pushed[0]["count"], 3);
+    assert_eq!(pushed[0]["id"], "job-1");
+    assert_eq!(pushed[0]["tags"], serde_json::json!(["timed_out"]));
+}

@@ -42,6 +42,8 @@ struct Builder<'a> {
     source: &'a str,
     registry: &'a Registry,
     compiled: Compiled,
+    /// This compilation's [`crate::options::Options::compile_id`].
+    compile: u64,
 }
 
 impl Builder<'_> {
@@ -60,7 +62,7 @@ impl Builder<'_> {
                         self.compiled.inputs.push(built);
                     }
                     SectionKind::Filter => {
-                        let built = self.registry.build_filter(self.source, p)?;
+                        let built = self.registry.build_filter(self.source, p, self.compile)?;
                         self.compiled.filters.push(built);
                         nodes.push(Node::Plugin(self.compiled.filters.len() - 1));
                     }
@@ -156,9 +158,11 @@ impl Compiled {
 
 /// Builds every plugin of `config` and the filter and output trees.
 pub fn compile(config: &Config, registry: &Registry) -> Result<Compiled, ConfigError> {
+    static COMPILATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let mut b = Builder {
         source: "",
         registry,
+        compile: COMPILATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         compiled: Compiled {
             inputs: Vec::new(),
             filters: Vec::new(),
@@ -270,12 +274,20 @@ impl FilterChain {
         self.dead_letters = taken;
     }
 
-    /// Flushes filters that hold events back and runs what they release through the filters
-    /// that follow them (the whole chain, for simplicity: such filters are rare).
+    /// The final flush, at the pipeline's end: filters that hold events back release them,
+    /// and each filter's go through the filters that follow it (as at a periodic flush,
+    /// without the common options).
     pub fn flush(&mut self) -> Vec<Event> {
         let mut out = Vec::new();
-        for (f, _) in &mut self.filters {
-            f.flush(&mut out);
+        for i in 0..self.filters.len() {
+            let mut released = Vec::new();
+            self.filters[i].0.flush(&mut released);
+            if released.is_empty() {
+                continue;
+            }
+            let tree = Arc::clone(&self.tree);
+            self.run_after(i, &tree, &mut released);
+            out.append(&mut released);
         }
         out
     }
@@ -300,7 +312,7 @@ impl FilterChain {
             if released.is_empty() {
                 continue;
             }
-            if !common.is_empty() {
+            if !common.is_empty() && filter.decorates_new_events() {
                 for e in &mut released {
                     common.apply(e);
                 }

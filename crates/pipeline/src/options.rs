@@ -44,6 +44,8 @@ pub struct Options<'a> {
     registry: &'a Registry,
     /// Codecs built through [`Options::codec`], for the monitoring API.
     codecs: Vec<crate::metrics::PluginInfo>,
+    /// Which compilation of a config this plugin is part of (see [`Options::compile_id`]).
+    compile: u64,
 }
 
 /// A config error at `span` in `source`.
@@ -125,7 +127,20 @@ impl<'a> Options<'a> {
             used,
             registry,
             codecs: Vec::new(),
+            compile: 0,
         })
+    }
+
+    /// A number shared by the plugins of one compilation of a config and by no other (0
+    /// outside [`crate::graph::compile`]): filters that share state within a pipeline (the
+    /// aggregate filters' maps) key it with this, so that a pipeline being reloaded and its
+    /// replacement do not meet.
+    pub fn compile_id(&self) -> u64 {
+        self.compile
+    }
+
+    pub(crate) fn set_compile_id(&mut self, id: u64) {
+        self.compile = id;
     }
 
     /// `pipeline.ecs_compatibility`, the default for this plugin's `ecs_compatibility`.

@@ -237,10 +237,17 @@ impl Registry {
         })
     }
 
-    pub fn build_filter(&self, source: &str, p: &Plugin) -> Result<BuiltFilter, ConfigError> {
+    /// Builds a filter; `compile` is [`Options::compile_id`].
+    pub fn build_filter(
+        &self,
+        source: &str,
+        p: &Plugin,
+        compile: u64,
+    ) -> Result<BuiltFilter, ConfigError> {
         let ctor = find(&self.filters, &p.name)
             .ok_or_else(|| self.unknown(source, p, PluginKind::Filter))?;
         let mut opts = Options::new(source, p, PluginKind::Filter, self)?;
+        opts.set_compile_id(compile);
         let (id, metrics) = Self::id(&mut opts, p)?;
         opts.boolean("periodic_flush")?;
         let common = FilterCommon {

@@ -279,10 +279,7 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         }
         counters.record_batch(n, n, started.elapsed());
     }
-    let mut rest = chain.flush();
-    if !rest.is_empty() {
-        chain.run(&mut rest);
-    }
+    let rest = chain.flush();
     deliver_released(shared, &mut chain, rest, worker);
 }
 

@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml, dns, elapsed and throttle filters (and aggregate's refusal) (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml, dns, elapsed and throttle filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -1402,8 +1402,4 @@ fn throttle_counts_per_key_and_slot() {
     // a: 1st (< 2) and 4th, 5th (> 3) throttled; b's first too; a's next minute starts over.
     assert_eq!(throttled, [true, false, false, true, true, true, true]);
     assert!(err(r#"filter { throttle { } }"#).contains("key"));
-    assert!(
-        err(r#"filter { aggregate { task_id => "%{id}" code => "map['a'] = 1" } }"#)
-            .contains("cannot run Ruby yet")
-    );
 }

@@ -452,3 +452,178 @@ fn snippets_of_real_configs() {
         }
     }
 }
+
+// ------------------------------------------------------------------------------- aggregate
+
+fn chain(config: &str) -> sluice_pipeline::graph::FilterChain {
+    let parsed = sluice_config::parse("test", config).unwrap();
+    sluice_pipeline::graph::compile(&parsed, &sluice_plugins::registry())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_chain()
+}
+
+fn events(inputs: &[serde_json::Value]) -> Vec<sluice_event::Event> {
+    inputs
+        .iter()
+        .map(|j| match Value::from(j.clone()) {
+            Value::Object(m) => sluice_event::Event::from_map(m),
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+/// logstash-filter-aggregate's first example: a task's start, SQL and end events, with
+/// three aggregate filters sharing the task's map.
+#[test]
+fn aggregate_start_update_end() {
+    let mut c = chain(
+        r#"filter {
+          if [logger] == "TASK_START" { aggregate { task_id => "%{taskid}" code => "map['sql_duration'] = 0" map_action => "create" } }
+          if [logger] == "SQL" { aggregate { task_id => "%{taskid}" code => "map['sql_duration'] += event.get('duration')" map_action => "update" add_tag => ["counted"] } }
+          if [logger] == "TASK_END" { aggregate { task_id => "%{taskid}" code => "event.set('sql_duration', map['sql_duration'])" map_action => "update" end_of_task => true timeout => 120 } }
+        }"#,
+    );
+    let mut batch = events(&[
+        json!({"n": 0, "logger": "TASK_START", "taskid": "t1"}),
+        json!({"n": 1, "logger": "SQL", "taskid": "t1", "duration": 2}),
+        json!({"n": 2, "logger": "SQL", "taskid": "t2", "duration": 9}),
+        json!({"n": 3, "logger": "SQL", "taskid": "t1", "duration": 3}),
+        json!({"n": 4, "logger": "TASK_END", "taskid": "t1"}),
+        json!({"n": 5, "logger": "TASK_END", "taskid": "t1"}),
+        json!({"n": 6, "logger": "SQL", "duration": 1}),
+    ]);
+    c.run(&mut batch);
+    // Conditionals regroup a batch: put it back in order.
+    batch.sort_by_key(|e| match get(e, "n") {
+        Some(Value::Int(n)) => n,
+        _ => -1,
+    });
+    assert_eq!(tags(&batch[1]), vec!["counted"]);
+    // No map for t2 and map_action update: the filter does not apply.
+    assert!(tags(&batch[2]).is_empty());
+    assert_eq!(get(&batch[4], "sql_duration"), v(json!(5)));
+    // The task ended: its map is gone.
+    assert_eq!(get(&batch[5], "sql_duration"), None);
+    // No task id: left alone.
+    assert!(tags(&batch[6]).is_empty());
+
+    // An exception in the code tags the event.
+    let mut c = chain(r#"filter { aggregate { task_id => "%{id}" code => "fail 'Test'" } }"#);
+    let mut batch = events(&[json!({"id": 1})]);
+    c.run(&mut batch);
+    assert_eq!(tags(&batch[0]), vec!["_aggregateexception"]);
+}
+
+#[test]
+fn aggregate_pushes_maps_as_events() {
+    // A map whose code sets map_meta.timeout = 0 is pushed at once, with the timeout options.
+    let mut c = chain(
+        r#"filter { aggregate { task_id => "%{id}" code => "map['n'] ||= 0; map['n'] += 1; map_meta.timeout = 0 if event.get('last')"
+             push_map_as_event_on_timeout => true timeout_task_id_field => "tid" timeout_tags => ["done_%{n}"]
+             timeout_code => "event.set('closed', true)" add_tag => ["seen"] } }"#,
+    );
+    let mut batch = events(&[json!({"id": 7}), json!({"id": 7, "last": true})]);
+    c.run(&mut batch);
+    assert_eq!(batch.len(), 3);
+    let pushed = &batch[2];
+    assert_eq!(get(pushed, "n"), v(json!(2)));
+    assert_eq!(get(pushed, "tid"), v(json!("7")));
+    assert_eq!(get(pushed, "closed"), v(json!(true)));
+    // Timeout tags (filled in from the pushed map), but not the filter's add_tag (Logstash
+    // does not decorate them).
+    assert_eq!(tags(pushed), vec!["done_2"]);
+    assert_eq!(tags(&batch[0]), vec!["seen"]);
+
+    // push_previous_map_as_event: a new task id pushes the previous map; the final flush
+    // pushes the last one, tagged _aggregatefinalflush.
+    let parsed = sluice_config::parse(
+        "test",
+        r#"filter { aggregate { task_id => "%{id}" code => "map['id'] = event.get('id'); (map['lines'] ||= []) << event.get('line'); event.cancel" push_previous_map_as_event => true timeout => 60 } }"#,
+    )
+    .unwrap();
+    let compiled = sluice_pipeline::graph::compile(&parsed, &sluice_plugins::registry()).unwrap();
+    // Two workers' copies of the same filters.
+    let (mut c, mut other) = (compiled.filter_chain(), compiled.filter_chain());
+    let mut batch = events(&[
+        json!({"id": "a", "line": 1}),
+        json!({"id": "a", "line": 2}),
+        json!({"id": "b", "line": 3}),
+    ]);
+    c.run(&mut batch);
+    batch.retain(|e| !e.is_cancelled());
+    assert_eq!(batch.len(), 1);
+    assert_eq!(get(&batch[0], "lines"), v(json!([1, 2])));
+    let last = c.flush();
+    assert_eq!(last.len(), 1);
+    assert_eq!(get(&last[0], "lines"), v(json!([3])));
+    assert_eq!(tags(&last[0]), vec!["_aggregatefinalflush"]);
+    // The final flush happens once, however many workers call it.
+    assert!(other.flush().is_empty());
+}
+
+#[test]
+fn aggregate_maps_survive_a_restart_through_aggregate_maps_path() {
+    let dir = std::env::temp_dir().join(format!("sluice-aggregate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("maps");
+    let _ = std::fs::remove_file(&path);
+    let config = format!(
+        r#"filter {{
+          if [start] {{ aggregate {{ task_id => "%{{id}}" code => "map['total'] = 10" map_action => "create" aggregate_maps_path => "{}" }} }}
+          else {{ aggregate {{ task_id => "%{{id}}" code => "event.set('total', map['total'])" map_action => "update" end_of_task => true }} }}
+        }}"#,
+        path.display()
+    );
+    {
+        let mut c = chain(&config);
+        let mut batch = events(&[json!({"id": "x", "start": true})]);
+        c.run(&mut batch);
+    }
+    // The pipeline is gone: its maps were written at close. A new one reads them back.
+    let mut c = chain(&config);
+    assert!(!path.exists(), "the maps file is deleted once read");
+    let mut batch = events(&[json!({"id": "x"})]);
+    c.run(&mut batch);
+    assert_eq!(get(&batch[0], "total"), v(json!(10)));
+}
+
+#[test]
+fn aggregate_options_are_checked() {
+    let e = run_filters(
+        r#"filter { aggregate { task_id => "static" code => "" } }"#,
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.contains("must contain a dynamic expression"), "{e}");
+    let e = run_filters(
+        r#"filter { aggregate { task_id => "%{a}" code => "" timeout => 2 inactivity_timeout => 3 } }"#,
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.contains("must be lower than timeout"), "{e}");
+    let e = run_filters(
+        r#"filter { aggregate { task_id => "%{a}" code => "" timeout => 2 } aggregate { task_id => "%{a}" code => "" timeout => 3 } }"#,
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("more than one filter which defines timeout options"),
+        "{e}"
+    );
+    let e = run_filters(
+        r#"filter { aggregate { task_id => "%{a}" code => "" map_action => "upsert" } }"#,
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.contains("map_action"), "{e}");
+    let e = run_filters(
+        r#"filter { aggregate { task_id => "%{a}" code => "map[" } }"#,
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.contains("SyntaxError"), "{e}");
+    // The same config compiled twice (a reload) does not meet its first copy.
+    let cfg = r#"filter { aggregate { task_id => "%{a}" code => "" timeout => 5 } }"#;
+    let _first = chain(cfg);
+    let _second = chain(cfg);
+}

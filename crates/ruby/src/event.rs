@@ -40,13 +40,18 @@ fn detached(ruby: &Ruby) -> Error {
 }
 
 fn field(ruby: &Ruby, name: RString) -> Result<FieldRef, Error> {
-    let text = name.to_string()?;
-    FieldRef::parse(&text).map_err(|e| {
+    // SAFETY: the text is only read before anything else runs on the Ruby heap.
+    let text = unsafe { name.as_str() }?;
+    FieldRef::parse(text).map_err(|e| {
         Error::new(
             ruby.exception_runtime_error(),
             format!("Invalid FieldReference: `{text}`: {e}"),
         )
     })
+}
+
+fn is_timestamp(r: &FieldRef) -> bool {
+    matches!(r.segments(), [k] if k.as_str() == "@timestamp")
 }
 
 impl RbEvent {
@@ -94,7 +99,7 @@ impl RbEvent {
     fn set(ruby: &Ruby, rb_self: &Self, name: RString, value: Value) -> Result<Value, Error> {
         let r = field(ruby, name)?;
         let v = to_rust(ruby, value)?;
-        if r.to_string() == "[@timestamp]" && !matches!(v, V::Timestamp(_)) {
+        if is_timestamp(&r) && !matches!(v, V::Timestamp(_)) {
             return Err(Error::new(
                 ruby.exception_type_error(),
                 "wrong argument type (expected LogStash::Timestamp)",
@@ -430,12 +435,6 @@ pub(crate) fn to_rust(ruby: &Ruby, v: Value) -> Result<V, Error> {
     if v.is_nil() {
         return Ok(V::Null);
     }
-    if v.is_kind_of(ruby.class_true_class()) {
-        return Ok(V::Bool(true));
-    }
-    if v.is_kind_of(ruby.class_false_class()) {
-        return Ok(V::Bool(false));
-    }
     if let Some(s) = RString::from_value(v) {
         // Text that is not valid UTF-8 keeps its characters as Latin-1 would read them.
         return Ok(V::String(match s.to_string() {
@@ -461,6 +460,12 @@ pub(crate) fn to_rust(ruby: &Ruby, v: Value) -> Result<V, Error> {
     }
     if let Some(f) = Float::from_value(v) {
         return Ok(V::Float(f.to_f64()));
+    }
+    if v.is_kind_of(ruby.class_true_class()) {
+        return Ok(V::Bool(true));
+    }
+    if v.is_kind_of(ruby.class_false_class()) {
+        return Ok(V::Bool(false));
     }
     if let Some(s) = Symbol::from_value(v) {
         return Ok(V::String(s.name()?.as_ref().into()));

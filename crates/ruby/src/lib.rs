@@ -44,16 +44,32 @@ pub enum Source {
         content: String,
         params: Vec<(String, sluice_event::Value)>,
     },
+    /// The aggregate filter, its options by name. Aggregate filters compiled with the same
+    /// `scope` (one pipeline) share their maps.
+    Aggregate {
+        scope: String,
+        options: Vec<(String, sluice_event::Value)>,
+    },
+}
+
+/// What a script made of one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventResult {
+    /// The code ran through (Logstash's `filter_matched`).
+    Matched,
+    /// The filter did not apply to the event (aggregate without its task id, ...).
+    Unmatched,
+    /// The code raised: Ruby's `to_s` of the exception.
+    Failed(String),
 }
 
 /// What a script made of one batch.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// Per event of the batch: `None` when the code ran through, or the exception it raised,
-    /// as Ruby's `to_s` of it.
-    pub errors: Vec<Option<String>>,
-    /// The events given to `new_event_block`, each with the index of the event whose code
-    /// made it.
+    /// Per event of the batch (a cancelled event is `Unmatched`).
+    pub results: Vec<EventResult>,
+    /// The events given to `new_event_block` (or yielded), each with the index of the event
+    /// whose code made it.
     pub made: Vec<(usize, Event)>,
 }
 
@@ -117,6 +133,21 @@ impl Script {
             *slot = e;
         }
         Ok(outcome)
+    }
+}
+
+impl Script {
+    /// Events the script releases on its own (aggregate timeouts); `last` at the pipeline's
+    /// end.
+    pub fn flush(&self, last: bool) -> Result<Vec<Event>, String> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.inner
+            .jobs
+            .send(vm::Job::Flush(self.inner.id, last, reply))
+            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
+        answer
+            .recv()
+            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?
     }
 }
 

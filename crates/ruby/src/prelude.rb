@@ -50,8 +50,12 @@ module Sluice
     attr_accessor :busy
   end
 
+  # What a filter's block returns for an event it did not apply to (no common options).
+  UNMATCHED = Object.new.freeze
+
   # Runs the block on each event of a batch not cancelled, rescuing every exception as
-  # Logstash's ruby filter does; returns, per event, nil or the exception. Once sluice has
+  # Logstash's ruby filter does; returns, per event, nil, false (the block returned
+  # UNMATCHED) or the exception. Once sluice has
   # given up waiting for a stop (`__interrupted?`), code is no longer run: the events get
   # the Shutdown exception instead. Shutdown is only raised inside the user's code.
   def self.each_event(events)
@@ -65,7 +69,8 @@ module Sluice
         end
         begin
           Sluice.busy = true
-          Thread.handle_interrupt(Shutdown => :immediate) { yield event, i }
+          r = Thread.handle_interrupt(Shutdown => :immediate) { yield event, i }
+          results[i] = false if r.equal?(UNMATCHED)
         rescue Exception => e # rubocop:disable Lint/RescueException -- as Logstash's ruby filter
           results[i] = e
         ensure

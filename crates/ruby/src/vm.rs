@@ -16,13 +16,15 @@ use magnus::{prelude::*, Error, RArray, RModule, Ruby, Value};
 use sluice_event::Event;
 
 use crate::event::{self, RbEvent};
-use crate::{Outcome, Source, Spec};
+use crate::{EventResult, Outcome, Source, Spec};
 
 const PRELUDE: &str = include_str!("prelude.rb");
+const AGGREGATE: &str = include_str!("aggregate.rb");
 
 pub(crate) enum Job {
     Compile(Spec, mpsc::SyncSender<Result<u64, String>>),
     Run(u64, Vec<Event>, mpsc::SyncSender<(Vec<Event>, Outcome)>),
+    Flush(u64, bool, mpsc::SyncSender<Result<Vec<Event>, String>>),
     Close(u64),
     Eval(String, mpsc::SyncSender<Result<String, String>>),
 }
@@ -114,6 +116,7 @@ fn boot(ruby: &Ruby) -> Result<(), Error> {
     sluice.define_module_function("__log_enabled", magnus::function!(log_enabled, 1))?;
     sluice.define_module_function("__interrupted?", magnus::function!(interrupted, 0))?;
     let _: Value = ruby.eval(PRELUDE)?;
+    let _: Value = ruby.eval(AGGREGATE)?;
     Ok(())
 }
 
@@ -135,10 +138,11 @@ fn serve(ruby: &Ruby, jobs: mpsc::Receiver<Job>) {
                     Some(ctx) => run(ruby, **ctx, batch),
                     None => {
                         let n = batch.len();
+                        let freed = EventResult::Failed("the script was freed".to_owned());
                         (
                             batch,
                             Outcome {
-                                errors: vec![Some("the script was freed".to_owned()); n],
+                                results: vec![freed; n],
                                 made: Vec::new(),
                             },
                         )
@@ -146,8 +150,21 @@ fn serve(ruby: &Ruby, jobs: mpsc::Receiver<Job>) {
                 };
                 let _ = reply.send(out);
             }
+            Job::Flush(id, last, reply) => {
+                let r = match scripts.get(&id) {
+                    Some(ctx) => flush(ruby, **ctx, last).map_err(|e| describe(ruby, &e)),
+                    None => Ok(Vec::new()),
+                };
+                let _ = reply.send(r);
+            }
             Job::Close(id) => {
-                scripts.remove(&id);
+                if let Some(ctx) = scripts.remove(&id) {
+                    if ctx.respond_to("__close", false).unwrap_or(false) {
+                        if let Err(e) = ctx.funcall::<_, _, Value>("__close", ()) {
+                            tracing::error!("closing a Ruby filter: {}", describe(ruby, &e));
+                        }
+                    }
+                }
             }
             Job::Eval(code, reply) => {
                 let r = ruby
@@ -176,6 +193,14 @@ fn compile(ruby: &Ruby, spec: &Spec) -> Result<Value, Error> {
             );
             let _: Value = ctx.funcall("instance_eval", (code, "(ruby filter code)", 0))?;
             Ok(ctx)
+        }
+        Source::Aggregate { scope, options } => {
+            let hash = ruby.hash_new();
+            for (k, v) in options {
+                hash.aset(ruby.str_new(k), event::to_ruby(ruby, v)?)?;
+            }
+            let class: Value = ruby.eval("LogStash::Filters::Aggregate")?;
+            class.funcall("new", (spec.label.as_str(), scope.as_str(), hash))
         }
         Source::File {
             path,
@@ -207,22 +232,30 @@ fn run(ruby: &Ruby, ctx: Value, batch: Vec<Event>) -> (Vec<Event>, Outcome) {
     let made = ruby.ary_new();
     let results: Result<RArray, Error> = ctx.funcall("__run", (events, made));
     let mut outcome = Outcome {
-        errors: vec![None; n],
+        results: vec![EventResult::Unmatched; n],
         made: Vec::new(),
     };
     match results {
         Ok(results) => {
             for (i, r) in results.into_iter().enumerate().take(n) {
-                if !r.is_nil() {
-                    outcome.errors[i] = Some(exception_text(ruby, r));
-                }
+                outcome.results[i] = if r.is_nil() {
+                    if skipped[i] {
+                        EventResult::Unmatched
+                    } else {
+                        EventResult::Matched
+                    }
+                } else if r.is_kind_of(ruby.class_false_class()) {
+                    EventResult::Unmatched
+                } else {
+                    EventResult::Failed(exception_text(ruby, r))
+                };
             }
         }
         Err(e) => {
             let text = describe(ruby, &e);
             for (i, s) in skipped.iter().enumerate() {
                 if !s {
-                    outcome.errors[i] = Some(text.clone());
+                    outcome.results[i] = EventResult::Failed(text.clone());
                 }
             }
         }
@@ -243,6 +276,16 @@ fn run(ruby: &Ruby, ctx: Value, batch: Vec<Event>) -> (Vec<Event>, Outcome) {
         }
     }
     (back, outcome)
+}
+
+/// The events a context releases on its own (`__flush`), when it has any.
+fn flush(ruby: &Ruby, ctx: Value, last: bool) -> Result<Vec<Event>, Error> {
+    if !ctx.respond_to("__flush", false)? {
+        return Ok(Vec::new());
+    }
+    let released: RArray = ctx.funcall("__flush", (last,))?;
+    let _ = ruby;
+    Ok(released.into_iter().filter_map(event::take).collect())
 }
 
 /// `to_s` of an exception, logged with its class and first backtrace lines.

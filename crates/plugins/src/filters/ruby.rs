@@ -118,16 +118,39 @@ fn compile(
         label,
         tag_on_exception,
         tag_with_message,
+        flushes: None,
     }))
 }
 
+/// A filter whose work is done by a script on the embedded Ruby: the ruby filter, and the
+/// aggregate filter (which also releases events on the periodic and final flushes).
 #[cfg(feature = "ruby")]
 #[derive(Clone)]
-struct Ruby {
-    script: sluice_ruby::Script,
-    label: String,
-    tag_on_exception: String,
-    tag_with_message: bool,
+pub(crate) struct Ruby {
+    pub script: sluice_ruby::Script,
+    pub label: String,
+    pub tag_on_exception: String,
+    pub tag_with_message: bool,
+    /// For scripts that release events on their own: one flush per period for all the
+    /// workers' copies, and one final flush.
+    pub flushes: Option<std::sync::Arc<Flushes>>,
+}
+
+#[cfg(feature = "ruby")]
+#[derive(Default)]
+pub(crate) struct Flushes {
+    periodic: std::sync::Mutex<super::SharedFlush>,
+    last: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(feature = "ruby")]
+impl Ruby {
+    fn release(&self, last: bool, emit: &mut Vec<Event>) {
+        match self.script.flush(last) {
+            Ok(events) => emit.extend(events),
+            Err(e) => tracing::error!(plugin = %self.label, "flush failed: {e}"),
+        }
+    }
 }
 
 #[cfg(feature = "ruby")]
@@ -150,15 +173,14 @@ impl Filter for Ruby {
         matched: &mut Vec<bool>,
         made: &mut Vec<(usize, Event)>,
     ) {
-        let skipped: Vec<bool> = events.iter().map(Event::is_cancelled).collect();
         let outcome = match self.script.run(events) {
             Ok(o) => o,
             // The VM thread is gone with the batch: nothing sensible can go on.
             Err(e) => panic!("{}: {e}", self.label),
         };
-        for ((e, error), skipped) in events.iter_mut().zip(&outcome.errors).zip(skipped) {
-            matched.push(error.is_none() && !skipped);
-            if let Some(message) = error {
+        for (e, result) in events.iter_mut().zip(&outcome.results) {
+            matched.push(*result == sluice_ruby::EventResult::Matched);
+            if let sluice_ruby::EventResult::Failed(message) = result {
                 tracing::error!(plugin = %self.label, "Ruby exception occurred: {message}");
                 if self.tag_with_message {
                     e.add_tag(&format!("{}: {message}", self.tag_on_exception));
@@ -171,6 +193,29 @@ impl Filter for Ruby {
 
     fn decorates_new_events(&self) -> bool {
         false
+    }
+
+    fn wants_periodic_flush(&self) -> bool {
+        self.flushes.is_some()
+    }
+
+    fn flush_periodic(&mut self, emit: &mut Vec<Event>) {
+        let Some(f) = &self.flushes else { return };
+        let first = f
+            .periodic
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .first_in_period(std::time::Instant::now());
+        if first {
+            self.release(false, emit);
+        }
+    }
+
+    fn flush(&mut self, emit: &mut Vec<Event>) {
+        let Some(f) = &self.flushes else { return };
+        if !f.last.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.release(true, emit);
+        }
     }
 
     fn clone_box(&self) -> Box<dyn Filter> {
