@@ -113,6 +113,7 @@ fn hashes_json_timestamps_sprintf_clone_and_append() {
              event.set('ts_i', event.timestamp.to_i); \
              event.set('ts_year', event.timestamp.time.year); \
              event.set('later', (event.timestamp + 60).to_s); \
+             event.set('parsed', LogStash::Timestamp.new('2020-01-01T00:00:00Z').to_i); \
              event.set('line', event.sprintf('%{message} at %{+YYYY}')); \
              c = event.clone; c.set('message', 'changed'); event.set('clone_said', c.get('message')); \
              other = LogStash::Event.new('extra' => 1, 'message' => 'more'); event.append(other)",
@@ -138,6 +139,7 @@ fn hashes_json_timestamps_sprintf_clone_and_append() {
     assert_eq!(get(&e, "ts_i"), v(json!(1795514400)));
     assert_eq!(get(&e, "ts_year"), v(json!(2026)));
     assert_eq!(get(&e, "later"), v(json!("2026-11-24T10:01:00.000Z")));
+    assert_eq!(get(&e, "parsed"), v(json!(1577836800)));
     assert_eq!(get(&e, "line"), v(json!("hi at 2026")));
     assert_eq!(get(&e, "clone_said"), v(json!("changed")));
     assert_eq!(get(&e, "extra"), v(json!(1)));
@@ -195,7 +197,7 @@ fn init_state_and_new_event_block() {
 #[test]
 fn logger_and_errors_at_load() {
     let e = one(
-        &ruby("@logger.info('from ruby', :n => 1); @logger.debug? ; event.set('logged', true)"),
+        &ruby("@logger.info('from ruby', :n => 1); logger.warn('again') if @logger.debug? || true; event.set('logged', true)"),
         json!({}),
     );
     assert_eq!(get(&e, "logged"), v(json!(true)));

@@ -271,11 +271,20 @@ impl RbTimestamp {
         let args = scan_args::scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
         match args.optional.0 {
             None => Ok(RbTimestamp(Timestamp::now())),
+            Some(v) if v.is_nil() => Ok(RbTimestamp(Timestamp::now())),
             Some(v) => match to_rust(ruby, v)? {
                 V::Timestamp(t) => Ok(RbTimestamp(t)),
+                V::String(s) => Timestamp::parse_iso8601(&s)
+                    .map(RbTimestamp)
+                    .ok_or_else(|| {
+                        Error::new(
+                            ruby.exception_arg_error(),
+                            format!("invalid timestamp string format {s}"),
+                        )
+                    }),
                 _ => Err(Error::new(
                     ruby.exception_type_error(),
-                    "LogStash::Timestamp.new takes a Time",
+                    "LogStash::Timestamp.new takes a Time or an ISO8601 string",
                 )),
             },
         }

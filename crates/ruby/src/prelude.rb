@@ -118,6 +118,8 @@ module Sluice
       @logger = Logger.new(label)
     end
 
+    attr_reader :logger
+
     # Runs the code on each event not cancelled; new events go to `made` after the index of
     # the event that made them. Returns, per event, nil or the exception raised.
     def __run(events, made)
