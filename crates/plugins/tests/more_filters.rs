@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{get, one, run_filters, v};
+use common::{chain, events, get, one, run_filters, tags, v};
 
 use std::time::Duration;
 
@@ -12,35 +12,6 @@ use sluice_event::Value;
 
 fn err(config: &str) -> String {
     run_filters(config, &[]).unwrap_err()
-}
-
-fn tags(e: &sluice_event::Event) -> Vec<String> {
-    match get(e, "tags") {
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|t| t.as_str().unwrap_or_default().to_owned())
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// A filter chain kept across calls (state, periodic flushes).
-fn chain(config: &str) -> sluice_pipeline::graph::FilterChain {
-    let parsed = sluice_config::parse("test", config).unwrap();
-    let registry = sluice_plugins::registry();
-    sluice_pipeline::graph::compile(&parsed, &registry)
-        .unwrap()
-        .filter_chain()
-}
-
-fn events(inputs: &[serde_json::Value]) -> Vec<sluice_event::Event> {
-    inputs
-        .iter()
-        .map(|j| match Value::from(j.clone()) {
-            Value::Object(m) => sluice_event::Event::from_map(m),
-            _ => unreachable!(),
-        })
-        .collect()
 }
 
 // ------------------------------------------------------------------------------------- csv

@@ -5,20 +5,10 @@
 
 mod common;
 
-use common::{get, one, run_filters, v};
+use common::{chain, events, get, one, run_filters, tags, v};
 
 use serde_json::json;
 use sluice_event::Value;
-
-fn tags(e: &sluice_event::Event) -> Vec<String> {
-    match get(e, "tags") {
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|t| t.as_str().unwrap_or_default().to_owned())
-            .collect(),
-        _ => Vec::new(),
-    }
-}
 
 /// A ruby filter with `code` (single quotes in the code are fine: it is written in a
 /// double-quoted config string with `"` escaped away).
@@ -456,23 +446,6 @@ fn snippets_of_real_configs() {
 }
 
 // ------------------------------------------------------------------------------- aggregate
-
-fn chain(config: &str) -> sluice_pipeline::graph::FilterChain {
-    let parsed = sluice_config::parse("test", config).unwrap();
-    sluice_pipeline::graph::compile(&parsed, &sluice_plugins::registry())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .filter_chain()
-}
-
-fn events(inputs: &[serde_json::Value]) -> Vec<sluice_event::Event> {
-    inputs
-        .iter()
-        .map(|j| match Value::from(j.clone()) {
-            Value::Object(m) => sluice_event::Event::from_map(m),
-            _ => unreachable!(),
-        })
-        .collect()
-}
 
 /// logstash-filter-aggregate's first example: a task's start, SQL and end events, with
 /// three aggregate filters sharing the task's map.

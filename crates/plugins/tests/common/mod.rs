@@ -76,3 +76,37 @@ pub fn get(e: &sluice_event::Event, field: &str) -> Option<sluice_event::Value> 
 pub fn v(j: serde_json::Value) -> Option<sluice_event::Value> {
     Some(sluice_event::Value::from(j))
 }
+
+/// The tags of an event, as strings (empty when it has none).
+#[allow(dead_code)]
+pub fn tags(e: &sluice_event::Event) -> Vec<String> {
+    match get(e, "tags") {
+        Some(sluice_event::Value::Array(a)) => a
+            .iter()
+            .map(|t| t.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A filter chain kept across calls (state, periodic and final flushes); panics if the
+/// config does not build.
+#[allow(dead_code)]
+pub fn chain(config: &str) -> sluice_pipeline::graph::FilterChain {
+    let parsed = sluice_config::parse("test", config).unwrap();
+    sluice_pipeline::graph::compile(&parsed, &sluice_plugins::registry())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_chain()
+}
+
+/// Events from JSON objects.
+#[allow(dead_code)]
+pub fn events(inputs: &[serde_json::Value]) -> Vec<sluice_event::Event> {
+    inputs
+        .iter()
+        .map(|j| match sluice_event::Value::from(j.clone()) {
+            sluice_event::Value::Object(m) => sluice_event::Event::from_map(m),
+            other => panic!("input event is not an object: {other:?}"),
+        })
+        .collect()
+}
