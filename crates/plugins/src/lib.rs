@@ -13,12 +13,17 @@ pub mod field;
 pub mod filters;
 pub mod http;
 pub mod inputs;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod net;
 pub mod numbers;
 pub mod outputs;
 pub mod redis_conn;
 pub mod retry;
 pub mod tls;
+
+#[cfg(not(feature = "kafka"))]
+const NO_KAFKA: &str = "this sluice was built without the `kafka` feature, so the kafka plugins are not compiled in (build with default features, after scripts/install-kafka)";
 
 use sluice_pipeline::Registry;
 
@@ -36,6 +41,10 @@ pub fn registry() -> Registry {
     r.add_input("udp", inputs::udp::build);
     r.add_input("syslog", inputs::syslog::build);
     r.add_input("http", inputs::http::build);
+    #[cfg(feature = "kafka")]
+    r.add_input("kafka", kafka::input::build);
+    #[cfg(not(feature = "kafka"))]
+    r.add_input("kafka", |opts| Err(opts.plugin_error(NO_KAFKA)));
 
     r.add_filter("mutate", filters::mutate::build);
     r.add_filter("drop", filters::drop::build);
@@ -82,6 +91,10 @@ pub fn registry() -> Registry {
     r.add_output("udp", outputs::udp::build);
     r.add_output("elasticsearch", outputs::elasticsearch::build);
     r.add_output("opensearch", outputs::elasticsearch::build_opensearch);
+    #[cfg(feature = "kafka")]
+    r.add_output("kafka", kafka::output::build);
+    #[cfg(not(feature = "kafka"))]
+    r.add_output("kafka", |opts| Err(opts.plugin_error(NO_KAFKA)));
 
     r.add_codec("line", codecs::line::build);
     r.add_codec("plain", codecs::plain::build);

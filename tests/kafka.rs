@@ -1,0 +1,262 @@
+//! The `kafka` input and output through the real binary against a real broker: Apache Kafka
+//! 4 in KRaft mode from Maven Central, started by `scripts/kafka-node/run` (scripts/test
+//! starts it and writes `target/kafka-node/env`; under `CI=true` its absence fails).
+#![cfg(feature = "kafka")]
+
+mod run_support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use run_support::{sequences, temp_dir, Run};
+
+/// The shared broker's `host:port`, or `None` (skipped) outside CI when it is not running.
+fn broker(test: &str) -> Option<String> {
+    let env = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kafka-node/env");
+    let text = std::fs::read_to_string(&env).unwrap_or_default();
+    let found = text
+        .lines()
+        .find_map(|l| l.strip_prefix("KAFKA_BOOTSTRAP="))
+        .map(str::to_owned);
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{test}: no Kafka broker ({} missing: scripts/kafka-node/run start target/kafka-node failed or was not run)", env.display());
+        }
+        eprintln!(
+            "SKIP {test}: no Kafka broker; run scripts/kafka-node/run start target/kafka-node"
+        );
+    }
+    found
+}
+
+/// Creates `topic` with `partitions` partitions (Kafka's own topics tool).
+fn create_topic(broker: &str, topic: &str, partitions: u32) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka-node/run");
+    let out = Command::new(script)
+        .args([
+            "tool",
+            "org.apache.kafka.tools.TopicCommand",
+            "--bootstrap-server",
+            broker,
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            &partitions.to_string(),
+            "--replication-factor",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "creating {topic}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn unique(name: &str) -> String {
+    format!("sluice-{name}-{}", std::process::id())
+}
+
+/// Runs sluice to its end (generator inputs finish) and checks it succeeded.
+fn produce(dir: &Path, broker: &str, topic: &str, count: u64, extra: &str) {
+    let config = format!(
+        "input {{ generator {{ count => {count} message => 'an event of about the size of a short log line, padded a little' }} }} \
+         output {{ kafka {{ bootstrap_servers => '{broker}' topic_id => '{topic}' codec => json {extra} }} }}"
+    );
+    let mut r = Run::start(dir, "", &[], &config, Stdio::null(), Stdio::null());
+    let status = r.exit(300);
+    assert!(status.success(), "producer: {status:?}\n{}", r.log());
+}
+
+/// A consumer writing what it reads to `out` (json_lines), with the kafka metadata kept.
+fn consumer(dir: &Path, broker: &str, topic: &str, group: &str, out: &Path, yml: &str) -> Run {
+    consumer_with(dir, broker, topic, group, out, yml, "")
+}
+
+fn consumer_with(
+    dir: &Path,
+    broker: &str,
+    topic: &str,
+    group: &str,
+    out: &Path,
+    yml: &str,
+    filter: &str,
+) -> Run {
+    let config = format!(
+        "input {{ kafka {{ bootstrap_servers => '{broker}' topics => ['{topic}'] group_id => '{group}' \
+                  auto_offset_reset => 'earliest' codec => json decorate_events => basic }} }} \
+         filter {{ mutate {{ copy => {{ '[@metadata][kafka]' => 'kafka' }} }} {filter} }} \
+         output {{ file {{ path => '{}' codec => json_lines }} }}",
+        out.display()
+    );
+    Run::start(dir, yml, &[], &config, Stdio::null(), Stdio::null())
+}
+
+/// Complete lines of `out` (a line still being written is left out).
+fn complete_lines(out: &Path) -> usize {
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    text[..text.rfind('\n').map_or(0, |i| i + 1)]
+        .lines()
+        .count()
+}
+
+fn wait_lines(r: &Run, out: &Path, n: usize, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while complete_lines(out) < n {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} lines in {secs} s\n{}",
+            complete_lines(out),
+            r.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn out_file(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+#[test]
+fn round_trip_100k_events_every_one_once_with_metadata() {
+    let Some(broker) = broker("round_trip") else {
+        return;
+    };
+    let topic = unique("round-trip");
+    create_topic(&broker, &topic, 6);
+    let dir = temp_dir("kafka", "round-trip");
+    produce(
+        &dir,
+        &broker,
+        &topic,
+        100_000,
+        "message_key => '%{[event][sequence]}'",
+    );
+    let out = out_file(&dir, "out.jsonl");
+    let mut r = consumer(&dir, &broker, &topic, &unique("rt-group"), &out, "");
+    wait_lines(&r, &out, 100_000, 300);
+    r.signal("-TERM");
+    assert!(r.exit(60).success(), "{}", r.log());
+    let seqs = sequences(&out);
+    assert_eq!(seqs.len(), 100_000);
+    assert!(seqs.values().all(|&n| n == 1), "duplicates in a clean run");
+    // Metadata: the topic, a partition of the six, and the key the output wrote.
+    let mut partitions = BTreeMap::new();
+    for line in std::fs::read_to_string(&out).unwrap().lines().step_by(97) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let k = &v["kafka"];
+        assert_eq!(k["topic"], topic.as_str());
+        assert_eq!(k["key"], v["event"]["sequence"].to_string(), "{v}");
+        assert!(
+            k["offset"].as_i64().is_some() && k["timestamp"].as_i64().is_some(),
+            "{v}"
+        );
+        *partitions
+            .entry(k["partition"].as_i64().unwrap())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(partitions.len(), 6, "{partitions:?}");
+}
+
+#[test]
+fn offsets_are_committed_at_the_stop_and_a_restart_reads_only_what_is_new() {
+    let Some(broker) = broker("offsets") else {
+        return;
+    };
+    let topic = unique("offsets");
+    create_topic(&broker, &topic, 2);
+    let dir = temp_dir("kafka", "offsets");
+    let group = unique("offsets-group");
+    produce(&dir, &broker, &topic, 1000, "");
+    let out = out_file(&dir, "first.jsonl");
+    let mut r = consumer(&dir, &broker, &topic, &group, &out, "");
+    wait_lines(&r, &out, 1000, 120);
+    r.signal("-TERM");
+    assert!(r.exit(60).success(), "{}", r.log());
+    // 10 more, then the same group again: only those.
+    produce(&dir, &broker, &topic, 10, "");
+    let again = out_file(&dir, "second.jsonl");
+    let mut r = consumer(&dir, &broker, &topic, &group, &again, "");
+    wait_lines(&r, &again, 10, 120);
+    // Nothing else comes.
+    std::thread::sleep(Duration::from_secs(3));
+    r.signal("-TERM");
+    assert!(r.exit(60).success(), "{}", r.log());
+    assert_eq!(
+        complete_lines(&again),
+        10,
+        "{}",
+        std::fs::read_to_string(&again).unwrap()
+    );
+}
+
+/// Offsets are committed only once events are in sluice's queue: SIGKILL mid-stream with the
+/// persisted queue, restart, and every event is there (some twice: the uncommitted window).
+#[test]
+fn sigkill_mid_stream_loses_nothing_with_the_persisted_queue() {
+    let Some(broker) = broker("sigkill") else {
+        return;
+    };
+    let topic = unique("sigkill");
+    create_topic(&broker, &topic, 3);
+    let dir = temp_dir("kafka", "sigkill");
+    let group = unique("sigkill-group");
+    let total = 60_000;
+    produce(&dir, &broker, &topic, total, "");
+    let out = out_file(&dir, "before.jsonl");
+    // A slowed pipeline keeps events in the queue and offsets uncommitted when the kill comes.
+    let yml = "queue.type: persisted\npipeline.batch.size: 100\n";
+    let slow = "sleep { time => '0.01' every => 100 }";
+    let mut r = consumer_with(&dir, &broker, &topic, &group, &out, yml, slow);
+    wait_lines(&r, &out, 5_000, 120);
+    r.signal("-KILL");
+    let _ = r.exit(30);
+    let before = sequences_complete(&out);
+    assert!((before.len() as u64) < total, "the kill came after the end");
+    let after = out_file(&dir, "after.jsonl");
+    let mut r = consumer(&dir, &broker, &topic, &group, &after, yml);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let union = loop {
+        let mut all = before.clone();
+        for (s, n) in sequences_complete(&after) {
+            *all.entry(s).or_default() += n;
+        }
+        if all.len() as u64 == total {
+            break all;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {total} after the restart\n{}",
+            all.len(),
+            r.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    r.signal("-TERM");
+    assert!(r.exit(60).success(), "{}", r.log());
+    assert_eq!(union.len() as u64, total, "lost events");
+    assert_eq!(*union.keys().next_back().unwrap() as u64, total - 1);
+    let twice = union.values().filter(|&&n| n > 1).count();
+    eprintln!(
+        "sigkill: {} events out before the kill; {twice} delivered twice (the uncommitted window)",
+        before.len()
+    );
+}
+
+/// [`sequences`] over complete lines only (the file may be mid-write).
+fn sequences_complete(out: &Path) -> BTreeMap<i64, usize> {
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    let mut seqs = BTreeMap::new();
+    for line in text[..text.rfind('\n').map_or(0, |i| i + 1)].lines() {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            if let Some(s) = v["event"]["sequence"].as_i64() {
+                *seqs.entry(s).or_default() += 1;
+            }
+        }
+    }
+    seqs
+}
