@@ -93,7 +93,8 @@ fn consumer_with(
          output {{ file {{ path => '{}' codec => json_lines }} }}",
         out.display()
     );
-    Run::start(dir, yml, &[], &config, Stdio::null(), Stdio::null())
+    let yml = format!("path.data: {}\n{yml}", dir.join("data").display());
+    Run::start(dir, &yml, &[], &config, Stdio::null(), Stdio::null())
 }
 
 /// Complete lines of `out` (a line still being written is left out).
@@ -259,4 +260,174 @@ fn sequences_complete(out: &Path) -> BTreeMap<i64, usize> {
         }
     }
     seqs
+}
+
+/// Waits until every run's log shows a partition assignment, then a little more for the
+/// group to settle.
+fn wait_assigned(runs: &[&Run]) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !runs.iter().all(|r| r.log().contains("assigned partitions")) {
+        assert!(
+            Instant::now() < deadline,
+            "a consumer never got partitions:\n{}",
+            runs.iter()
+                .map(|r| r.log())
+                .collect::<Vec<_>>()
+                .join("\n----\n")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+}
+
+fn union(files: &[PathBuf]) -> BTreeMap<i64, usize> {
+    let mut all = BTreeMap::new();
+    for f in files {
+        for (s, n) in sequences_complete(f) {
+            *all.entry(s).or_default() += n;
+        }
+    }
+    all
+}
+
+/// Three instances in one group on a 6-partition topic share it: every event once; each
+/// instance gets some.
+#[test]
+fn three_instances_in_one_group_share_a_topic() {
+    let Some(broker) = broker("group") else {
+        return;
+    };
+    let topic = unique("group");
+    create_topic(&broker, &topic, 6);
+    let group = unique("group-g");
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| temp_dir("kafka", &format!("group-{i}")))
+        .collect();
+    let outs: Vec<PathBuf> = dirs.iter().map(|d| out_file(d, "out.jsonl")).collect();
+    let runs: Vec<Run> = (0..3)
+        .map(|i| consumer(&dirs[i], &broker, &topic, &group, &outs[i], ""))
+        .collect();
+    wait_assigned(&runs.iter().collect::<Vec<_>>());
+    let total = 30_000u64;
+    produce(&dirs[0], &broker, &topic, total, "");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while (union(&outs).len() as u64) < total {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {total}",
+            union(&outs).len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    for mut r in runs {
+        r.signal("-TERM");
+        assert!(r.exit(60).success(), "{}", r.log());
+    }
+    let all = union(&outs);
+    assert_eq!(all.len() as u64, total);
+    assert!(
+        all.values().all(|&n| n == 1),
+        "duplicates in normal operation"
+    );
+    for o in &outs {
+        assert!(complete_lines(o) > 0, "{} got nothing", o.display());
+    }
+}
+
+/// One of three instances is SIGKILLed mid-stream: the others take its partitions, and once
+/// it restarts (its persisted queue replays what it held) nothing is lost; events of its
+/// uncommitted window come twice, and are counted.
+#[test]
+fn a_killed_instance_partitions_go_to_the_others_and_nothing_is_lost() {
+    let Some(broker) = broker("group-kill") else {
+        return;
+    };
+    let topic = unique("group-kill");
+    create_topic(&broker, &topic, 6);
+    let group = unique("group-kill-g");
+    let total = 40_000u64;
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| temp_dir("kafka", &format!("kill-{i}")))
+        .collect();
+    // Small queues and a slowed pipeline: no instance can take the whole topic into its queue,
+    // so the dead one's partitions still hold records for the others.
+    let yml = "queue.type: persisted\nqueue.max_events: 1000\npipeline.batch.size: 100\n";
+    let slow = "sleep { time => '0.1' every => 100 }";
+    let start = |i: usize, name: &str| {
+        let out = out_file(&dirs[i], name);
+        let config = format!(
+            "input {{ kafka {{ bootstrap_servers => '{broker}' topics => ['{topic}'] group_id => '{group}' \
+                      auto_offset_reset => 'earliest' codec => json session_timeout_ms => 6000 }} }} \
+             filter {{ {slow} }} \
+             output {{ file {{ path => '{}' codec => json_lines }} }}",
+            out.display()
+        );
+        let yml = format!("path.data: {}\n{yml}", dirs[i].join("data").display());
+        (
+            Run::start(&dirs[i], &yml, &[], &config, Stdio::null(), Stdio::null()),
+            out,
+        )
+    };
+    let mut runs: Vec<(Run, PathBuf)> = (0..3).map(|i| start(i, "out.jsonl")).collect();
+    wait_assigned(&runs.iter().map(|(r, _)| r).collect::<Vec<_>>());
+    // The group is settled (each has its partitions): the records come now.
+    produce(&dirs[0], &broker, &topic, total, "");
+    let mut files: Vec<PathBuf> = runs.iter().map(|(_, o)| o.clone()).collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while union(&files).len() < 8_000 {
+        assert!(
+            Instant::now() < deadline,
+            "too slow: {}",
+            union(&files).len()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (mut killed, _) = runs.remove(0);
+    let assignments = |r: &Run| r.log().matches("assigned partitions").count();
+    let before: Vec<usize> = runs.iter().map(|(r, _)| assignments(r)).collect();
+    killed.signal("-KILL");
+    let _ = killed.exit(30);
+    drop(killed);
+    let at_kill = union(&files).len();
+    // The other two take the dead one's partitions after its session times out.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        let taken_over = runs
+            .iter()
+            .zip(&before)
+            .any(|((r, _), &n)| assignments(r) > n);
+        if taken_over && union(&files).len() > at_kill + 1_000 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no takeover ({} out, {at_kill} at the kill)\n{}\n----\n{}",
+            union(&files).len(),
+            runs[0].0.log(),
+            runs[1].0.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The killed instance comes back on its queue (a new file: its old one may end torn).
+    let back = start(0, "after-restart.jsonl");
+    files.push(back.1.clone());
+    runs.push(back);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while (union(&files).len() as u64) < total {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {total}",
+            union(&files).len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for (mut r, _) in runs {
+        r.signal("-TERM");
+        assert!(r.exit(60).success(), "{}", r.log());
+    }
+    let all = union(&files);
+    assert_eq!(all.len() as u64, total, "lost events");
+    let twice = all.values().filter(|&&n| n > 1).count();
+    eprintln!("group kill: {at_kill} events out at the kill; {twice} delivered twice");
 }

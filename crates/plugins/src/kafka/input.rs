@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::{Headers, Message};
-use rdkafka::ClientConfig;
+use rdkafka::{ClientConfig, ClientContext};
 use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
@@ -211,6 +211,36 @@ impl Input for KafkaInput {
     }
 }
 
+/// Logs the partitions a consumer gets and gives up at each rebalance.
+struct Rebalances {
+    group: String,
+}
+
+impl ClientContext for Rebalances {}
+
+impl ConsumerContext for Rebalances {
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let list = |tpl: &rdkafka::TopicPartitionList| {
+            tpl.elements()
+                .iter()
+                .map(|e| format!("{}/{}", e.topic(), e.partition()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match rebalance {
+            Rebalance::Assign(tpl) => {
+                tracing::info!(group = %self.group, "kafka input: assigned partitions [{}]", list(tpl))
+            }
+            Rebalance::Revoke(tpl) => {
+                tracing::info!(group = %self.group, "kafka input: revoked partitions [{}]", list(tpl))
+            }
+            Rebalance::Error(e) => {
+                tracing::warn!(group = %self.group, "kafka input: rebalance: {e}")
+            }
+        }
+    }
+}
+
 /// The last record read of a partition, stored once its events are queued.
 struct Position {
     topic: String,
@@ -231,8 +261,10 @@ impl Settings {
             let id = conf.get("client.id").unwrap_or("logstash").to_owned();
             conf.set("client.id", format!("{id}-{index}"));
         }
-        let consumer: BaseConsumer = conf
-            .create()
+        let consumer: BaseConsumer<Rebalances> = conf
+            .create_with_context(Rebalances {
+                group: self.group_id.clone(),
+            })
             .map_err(|e| format!("kafka input: creating the consumer: {e}"))?;
         let topics: Vec<&str> = self.subscription.iter().map(String::as_str).collect();
         consumer
