@@ -118,6 +118,12 @@ fn wait_lines(r: &Run, out: &Path, n: usize, secs: u64) {
     }
 }
 
+/// A graceful stop (SIGTERM) that must succeed.
+fn stop(r: &mut Run) {
+    r.signal("-TERM");
+    assert!(r.exit(60).success(), "{}", r.log());
+}
+
 fn out_file(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
@@ -140,8 +146,7 @@ fn round_trip_100k_events_every_one_once_with_metadata() {
     let out = out_file(&dir, "out.jsonl");
     let mut r = consumer(&dir, &broker, &topic, &unique("rt-group"), &out, "");
     wait_lines(&r, &out, 100_000, 300);
-    r.signal("-TERM");
-    assert!(r.exit(60).success(), "{}", r.log());
+    stop(&mut r);
     let seqs = sequences(&out);
     assert_eq!(seqs.len(), 100_000);
     assert!(seqs.values().all(|&n| n == 1), "duplicates in a clean run");
@@ -176,8 +181,7 @@ fn offsets_are_committed_at_the_stop_and_a_restart_reads_only_what_is_new() {
     let out = out_file(&dir, "first.jsonl");
     let mut r = consumer(&dir, &broker, &topic, &group, &out, "");
     wait_lines(&r, &out, 1000, 120);
-    r.signal("-TERM");
-    assert!(r.exit(60).success(), "{}", r.log());
+    stop(&mut r);
     // 10 more, then the same group again: only those.
     produce(&dir, &broker, &topic, 10, "");
     let again = out_file(&dir, "second.jsonl");
@@ -185,8 +189,7 @@ fn offsets_are_committed_at_the_stop_and_a_restart_reads_only_what_is_new() {
     wait_lines(&r, &again, 10, 120);
     // Nothing else comes.
     std::thread::sleep(Duration::from_secs(3));
-    r.signal("-TERM");
-    assert!(r.exit(60).success(), "{}", r.log());
+    stop(&mut r);
     assert_eq!(
         complete_lines(&again),
         10,
@@ -237,8 +240,7 @@ fn sigkill_mid_stream_loses_nothing_with_the_persisted_queue() {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
-    r.signal("-TERM");
-    assert!(r.exit(60).success(), "{}", r.log());
+    stop(&mut r);
     assert_eq!(union.len() as u64, total, "lost events");
     assert_eq!(*union.keys().next_back().unwrap() as u64, total - 1);
     let twice = union.values().filter(|&&n| n > 1).count();
@@ -321,8 +323,7 @@ fn three_instances_in_one_group_share_a_topic() {
     }
     std::thread::sleep(Duration::from_secs(1));
     for mut r in runs {
-        r.signal("-TERM");
-        assert!(r.exit(60).success(), "{}", r.log());
+        stop(&mut r);
     }
     let all = union(&outs);
     assert_eq!(all.len() as u64, total);
@@ -423,8 +424,7 @@ fn a_killed_instance_partitions_go_to_the_others_and_nothing_is_lost() {
         std::thread::sleep(Duration::from_millis(200));
     }
     for (mut r, _) in runs {
-        r.signal("-TERM");
-        assert!(r.exit(60).success(), "{}", r.log());
+        stop(&mut r);
     }
     let all = union(&files);
     assert_eq!(all.len() as u64, total, "lost events");
