@@ -91,17 +91,15 @@ impl Drop for Handle {
     }
 }
 
+/// The error of every call once the VM thread is gone.
+const STOPPED: &str = "the Ruby VM thread has stopped";
+
 impl Script {
     /// Compiles `spec` on the VM (starting it if needed): runs `init`, then defines the
     /// filter method. A syntax error, or an exception raised by `init`, is the `Err`.
     pub fn compile(spec: Spec) -> Result<Script, String> {
         let jobs = vm::jobs()?;
-        let (reply, answer) = mpsc::sync_channel(1);
-        jobs.send(vm::Job::Compile(spec, reply))
-            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
-        let id = answer
-            .recv()
-            .map_err(|_| "the Ruby VM thread has stopped".to_owned())??;
+        let id = ask(&jobs, |reply| vm::Job::Compile(spec, reply))??;
         Ok(Script {
             inner: Arc::new(Handle { id, jobs }),
         })
@@ -109,58 +107,44 @@ impl Script {
 
     /// Runs the script on each event of `events` (cancelled ones are skipped), in one round
     /// trip to the VM. The events come back in place, changed by the script. `Err` only when
-    /// the VM is gone; the events are then unchanged.
+    /// the VM is gone: before the batch was sent the events are unchanged; a VM that died
+    /// with the batch took it along.
     pub fn run(&self, events: &mut [Event]) -> Result<Outcome, String> {
         let batch: Vec<Event> = events.iter_mut().map(std::mem::take).collect();
         let (reply, answer) = mpsc::sync_channel(1);
-        let gone = |batch: Vec<Event>, events: &mut [Event]| {
-            for (slot, e) in events.iter_mut().zip(batch) {
-                *slot = e;
-            }
-            "the Ruby VM thread has stopped".to_owned()
-        };
-        if let Err(mpsc::SendError(vm::Job::Run(_, batch, _))) =
-            self.inner
-                .jobs
-                .send(vm::Job::Run(self.inner.id, batch, reply))
-        {
-            return Err(gone(batch, events));
+        let job = vm::Job::Run(self.inner.id, batch, reply);
+        if let Err(mpsc::SendError(vm::Job::Run(_, batch, _))) = self.inner.jobs.send(job) {
+            put_back(events, batch);
+            return Err(STOPPED.to_owned());
         }
-        let (batch, outcome) = answer
-            .recv()
-            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
-        for (slot, e) in events.iter_mut().zip(batch) {
-            *slot = e;
-        }
+        let (batch, outcome) = answer.recv().map_err(|_| STOPPED.to_owned())?;
+        put_back(events, batch);
         Ok(outcome)
     }
-}
 
-impl Script {
     /// Events the script releases on its own (aggregate timeouts); `last` at the pipeline's
     /// end.
     pub fn flush(&self, last: bool) -> Result<Vec<Event>, String> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        self.inner
-            .jobs
-            .send(vm::Job::Flush(self.inner.id, last, reply))
-            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
-        answer
-            .recv()
-            .map_err(|_| "the Ruby VM thread has stopped".to_owned())?
+        ask(&self.inner.jobs, |reply| {
+            vm::Job::Flush(self.inner.id, last, reply)
+        })?
     }
 }
 
-/// Evaluates `code` on the VM and returns Ruby's `inspect` of the result (tests and
-/// diagnostics).
-pub fn eval_inspect(code: &str) -> Result<String, String> {
-    let jobs = vm::jobs()?;
+fn put_back(events: &mut [Event], batch: Vec<Event>) {
+    for (slot, e) in events.iter_mut().zip(batch) {
+        *slot = e;
+    }
+}
+
+/// Sends the job `make` builds around a reply channel, and waits for the reply.
+fn ask<T>(
+    jobs: &mpsc::Sender<vm::Job>,
+    make: impl FnOnce(mpsc::SyncSender<T>) -> vm::Job,
+) -> Result<T, String> {
     let (reply, answer) = mpsc::sync_channel(1);
-    jobs.send(vm::Job::Eval(code.to_owned(), reply))
-        .map_err(|_| "the Ruby VM thread has stopped".to_owned())?;
-    answer
-        .recv()
-        .map_err(|_| "the Ruby VM thread has stopped".to_owned())?
+    jobs.send(make(reply)).map_err(|_| STOPPED.to_owned())?;
+    answer.recv().map_err(|_| STOPPED.to_owned())
 }
 
 /// Gives up on Ruby code still running, for a stop that waits on it: the code running now is

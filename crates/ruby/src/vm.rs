@@ -26,7 +26,6 @@ pub(crate) enum Job {
     Run(u64, Vec<Event>, mpsc::SyncSender<(Vec<Event>, Outcome)>),
     Flush(u64, bool, mpsc::SyncSender<Result<Vec<Event>, String>>),
     Close(u64),
-    Eval(String, mpsc::SyncSender<Result<String, String>>),
 }
 
 static JOBS: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
@@ -53,7 +52,7 @@ fn start() -> Result<mpsc::Sender<Job>, String> {
             // thread that is waiting for jobs.
             saved.restore();
             let ruby: &Ruby = &cleanup;
-            let booted = boot(ruby).map_err(|e| format!("starting Ruby: {}", describe(ruby, &e)));
+            let booted = boot(ruby).map_err(|e| format!("starting Ruby: {}", describe(&e)));
             let ok = booted.is_ok();
             let _ = ready_tx.send(booted);
             if ok {
@@ -126,7 +125,7 @@ fn serve(ruby: &Ruby, jobs: mpsc::Receiver<Job>) {
     for job in jobs {
         match job {
             Job::Compile(spec, reply) => {
-                let r = compile(ruby, &spec).map_err(|e| describe(ruby, &e));
+                let r = compile(ruby, &spec).map_err(|e| describe(&e));
                 let _ = reply.send(r.map(|ctx| {
                     next += 1;
                     scripts.insert(next, BoxValue::new(ctx));
@@ -152,7 +151,7 @@ fn serve(ruby: &Ruby, jobs: mpsc::Receiver<Job>) {
             }
             Job::Flush(id, last, reply) => {
                 let r = match scripts.get(&id) {
-                    Some(ctx) => flush(ruby, **ctx, last).map_err(|e| describe(ruby, &e)),
+                    Some(ctx) => flush(**ctx, last).map_err(|e| describe(&e)),
                     None => Ok(Vec::new()),
                 };
                 let _ = reply.send(r);
@@ -161,17 +160,10 @@ fn serve(ruby: &Ruby, jobs: mpsc::Receiver<Job>) {
                 if let Some(ctx) = scripts.remove(&id) {
                     if ctx.respond_to("__close", false).unwrap_or(false) {
                         if let Err(e) = ctx.funcall::<_, _, Value>("__close", ()) {
-                            tracing::error!("closing a Ruby filter: {}", describe(ruby, &e));
+                            tracing::error!("closing a Ruby filter: {}", describe(&e));
                         }
                     }
                 }
-            }
-            Job::Eval(code, reply) => {
-                let r = ruby
-                    .eval::<Value>(&code)
-                    .map(|v| v.inspect())
-                    .map_err(|e| describe(ruby, &e));
-                let _ = reply.send(r);
             }
         }
     }
@@ -247,12 +239,12 @@ fn run(ruby: &Ruby, ctx: Value, batch: Vec<Event>) -> (Vec<Event>, Outcome) {
                 } else if r.is_kind_of(ruby.class_false_class()) {
                     EventResult::Unmatched
                 } else {
-                    EventResult::Failed(exception_text(ruby, r))
+                    EventResult::Failed(exception_text(r))
                 };
             }
         }
         Err(e) => {
-            let text = describe(ruby, &e);
+            let text = describe(&e);
             for (i, s) in skipped.iter().enumerate() {
                 if !s {
                     outcome.results[i] = EventResult::Failed(text.clone());
@@ -279,27 +271,23 @@ fn run(ruby: &Ruby, ctx: Value, batch: Vec<Event>) -> (Vec<Event>, Outcome) {
 }
 
 /// The events a context releases on its own (`__flush`), when it has any.
-fn flush(ruby: &Ruby, ctx: Value, last: bool) -> Result<Vec<Event>, Error> {
+fn flush(ctx: Value, last: bool) -> Result<Vec<Event>, Error> {
     if !ctx.respond_to("__flush", false)? {
         return Ok(Vec::new());
     }
     let released: RArray = ctx.funcall("__flush", (last,))?;
-    let _ = ruby;
     Ok(released.into_iter().filter_map(event::take).collect())
 }
 
-/// `to_s` of an exception, logged with its class and first backtrace lines.
-fn exception_text(ruby: &Ruby, exc: Value) -> String {
-    let _ = ruby;
-    let message: String = exc
-        .funcall::<_, _, magnus::RString>("to_s", ())
+/// `to_s` of an exception (what Logstash's tag and log line show).
+fn exception_text(exc: Value) -> String {
+    exc.funcall::<_, _, magnus::RString>("to_s", ())
         .and_then(|s| s.to_string())
-        .unwrap_or_default();
-    message
+        .unwrap_or_default()
 }
 
 /// An error's class and message, for config errors and logs.
-pub(crate) fn describe(_ruby: &Ruby, e: &Error) -> String {
+pub(crate) fn describe(e: &Error) -> String {
     match e.value() {
         Some(exc) => {
             let class = exc.class().inspect();

@@ -21,7 +21,16 @@
 use sluice_event::Event;
 use sluice_pipeline::{ConfigError, Filter, Options};
 
+#[cfg(not(feature = "ruby"))]
 pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
+    Err(opts.plugin_error(
+        "this sluice was built without the `ruby` feature, so the ruby filter is not compiled in (build with default features, after scripts/install-ruby)",
+    ))
+}
+
+#[cfg(feature = "ruby")]
+pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
+    use sluice_ruby::Source;
     let code = opts.string("code")?;
     let init = opts.string("init")?;
     let path = opts.string("path")?;
@@ -50,60 +59,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
             ))
         }
     };
-    compile(opts, source, tag_on_exception, tag_with_message)
-}
-
-/// Gives up on Ruby code still running (a stop that waits on it); a no-op without Ruby.
-pub fn interrupt() {
-    #[cfg(feature = "ruby")]
-    sluice_ruby::interrupt();
-}
-
-/// Where the Ruby comes from (as `sluice_ruby::Source`, also when Ruby is not compiled in).
-pub enum Source {
-    Inline {
-        init: Option<String>,
-        code: String,
-    },
-    File {
-        path: String,
-        content: String,
-        params: Vec<(String, sluice_event::Value)>,
-    },
-}
-
-#[cfg(not(feature = "ruby"))]
-fn compile(
-    opts: &mut Options,
-    _source: Source,
-    _tag: String,
-    _with_message: bool,
-) -> Result<Box<dyn Filter>, ConfigError> {
-    Err(opts.plugin_error(
-        "this sluice was built without the `ruby` feature, so the ruby filter is not compiled in (build with default features, after scripts/install-ruby)",
-    ))
-}
-
-#[cfg(feature = "ruby")]
-fn compile(
-    opts: &mut Options,
-    source: Source,
-    tag_on_exception: String,
-    tag_with_message: bool,
-) -> Result<Box<dyn Filter>, ConfigError> {
     let label = opts.location();
-    let source = match source {
-        Source::Inline { init, code } => sluice_ruby::Source::Inline { init, code },
-        Source::File {
-            path,
-            content,
-            params,
-        } => sluice_ruby::Source::File {
-            path,
-            content,
-            params,
-        },
-    };
     let script = sluice_ruby::Script::compile(sluice_ruby::Spec {
         label: label.clone(),
         source,
@@ -120,6 +76,12 @@ fn compile(
         tag_with_message,
         flushes: None,
     }))
+}
+
+/// Gives up on Ruby code still running (a stop that waits on it); a no-op without Ruby.
+pub fn interrupt() {
+    #[cfg(feature = "ruby")]
+    sluice_ruby::interrupt();
 }
 
 /// A filter whose work is done by a script on the embedded Ruby: the ruby filter, and the

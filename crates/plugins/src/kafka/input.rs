@@ -41,6 +41,8 @@ struct Settings {
     poll_timeout: Duration,
     sync_commit: bool,
     decorate: Decorate,
+    /// `[@metadata][kafka][topic]` ... `[timestamp]`, in the order `decorate_event` sets them.
+    metadata: [FieldRef; 6],
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
@@ -183,6 +185,15 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             poll_timeout: Duration::from_millis(poll_timeout.max(1) as u64),
             sync_commit: !auto_commit,
             decorate,
+            metadata: [
+                "topic",
+                "consumer_group",
+                "partition",
+                "offset",
+                "key",
+                "timestamp",
+            ]
+            .map(|name| kafka_metadata(&[name])),
         },
     }))
 }
@@ -343,28 +354,17 @@ impl Settings {
     }
 
     fn decorate_event(&self, e: &mut Event, m: &rdkafka::message::BorrowedMessage<'_>) {
-        let set = |e: &mut Event, name: &str, v: Value| {
-            e.set(
-                &FieldRef::from_segments(vec!["@metadata".into(), "kafka".into(), name.into()]),
-                v,
-            )
-        };
-        set(e, "topic", Value::from(m.topic()));
-        set(e, "consumer_group", Value::from(self.group_id.as_str()));
-        set(e, "partition", Value::Int(m.partition() as i64));
-        set(e, "offset", Value::Int(m.offset()));
-        set(
-            e,
-            "key",
-            m.key().map_or(Value::Null, |k| {
-                Value::from(String::from_utf8_lossy(k).as_ref())
-            }),
-        );
-        set(
-            e,
-            "timestamp",
-            m.timestamp().to_millis().map_or(Value::Null, Value::Int),
-        );
+        let [topic, group, partition, offset, key, timestamp] = &self.metadata;
+        e.set(topic, Value::from(m.topic()));
+        e.set(group, Value::from(self.group_id.as_str()));
+        e.set(partition, Value::Int(m.partition() as i64));
+        e.set(offset, Value::Int(m.offset()));
+        let k = m.key().map_or(Value::Null, |k| {
+            Value::from(String::from_utf8_lossy(k).as_ref())
+        });
+        e.set(key, k);
+        let t = m.timestamp().to_millis().map_or(Value::Null, Value::Int);
+        e.set(timestamp, t);
         if self.decorate == Decorate::Extended {
             if let Some(headers) = m.headers() {
                 for h in headers.iter() {
@@ -373,17 +373,16 @@ impl Settings {
                     let Ok(text) = std::str::from_utf8(v) else {
                         continue;
                     };
-                    e.set(
-                        &FieldRef::from_segments(vec![
-                            "@metadata".into(),
-                            "kafka".into(),
-                            "headers".into(),
-                            h.key.into(),
-                        ]),
-                        Value::from(text),
-                    );
+                    e.set(&kafka_metadata(&["headers", h.key]), Value::from(text));
                 }
             }
         }
     }
+}
+
+/// `[@metadata][kafka][names...]`.
+fn kafka_metadata(names: &[&str]) -> FieldRef {
+    let mut segments = vec!["@metadata".into(), "kafka".into()];
+    segments.extend(names.iter().map(|n| (*n).into()));
+    FieldRef::from_segments(segments)
 }
