@@ -14,6 +14,11 @@
 //! retryable error, so the pipeline retries it with its own back-off. A retried batch may be
 //! pushed twice if the connection broke after Redis applied it (at-least-once).
 //!
+//! `cluster => true` writes to a Redis Cluster (`host` lists seed nodes; a batch is one round
+//! trip per master holding some of its keys); `sentinel_hosts` + `master_name` write to the
+//! master a Sentinel group names. A failover's `READONLY`/`CLUSTERDOWN` replies count as a lost
+//! connection: the batch is retried on the new master.
+//!
 //! Congestion control (`congestion_threshold` > 0, lists only): at most every
 //! `congestion_interval` seconds per key, `LLEN` is checked, and while the list is longer than
 //! the threshold the batch waits (one warning per wait), so Redis does not fill up when
@@ -24,17 +29,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use redis::Connection;
 use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
 use crate::redis_conn::{
-    connect, is_connection_error, key_and_port, parse_host, CommandMap, ConnConfig, Endpoint,
+    hint, is_connection_error, key_and_port, parse_host, targets, CommandMap, Con, ConnConfig,
+    Target,
 };
 use crate::retry::{random_u64, Backoff, Outage};
 
 pub struct RedisOutput {
-    hosts: Vec<Endpoint>,
+    hosts: Vec<Target>,
     next_host: AtomicUsize,
     conn: ConnConfig,
     key: Template,
@@ -53,7 +58,7 @@ pub struct RedisOutput {
 
 /// What one worker's write uses: a connection (to `hosts[host]`) and a codec.
 struct Slot {
-    con: Option<(Connection, usize)>,
+    con: Option<(Con, usize)>,
     codec: Box<dyn Codec>,
     buf: Vec<u8>,
     ends: Vec<usize>,
@@ -94,6 +99,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         }
     }
     let conn = ConnConfig::from_options(opts)?;
+    let hosts = targets(opts, hosts, false, &conn)?;
     let batch = opts.boolean_or("batch", false)?;
     if batch && channel {
         return Err(opts.error("batch", "is not supported with data_type => channel"));
@@ -115,7 +121,10 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     let codec = opts.codec("json")?;
     let identity = format!(
         "redis output {} {}:{key}",
-        host_list.join(","),
+        match &hosts[..] {
+            [one @ (Target::Cluster(_) | Target::Sentinel { .. })] => one.to_string(),
+            _ => host_list.join(","),
+        },
         if channel { "channel" } else { "list" }
     );
     Ok(Box::new(RedisOutput {
@@ -180,10 +189,11 @@ impl RedisOutput {
     fn connection<'s>(
         &self,
         slot: &'s mut Slot,
-    ) -> Result<&'s mut Connection, (String, redis::RedisError)> {
+    ) -> Result<&'s mut Con, (String, redis::RedisError)> {
         if slot.con.is_none() {
             let i = self.next_host.fetch_add(1, Ordering::Relaxed) % self.hosts.len();
-            let c = connect(&self.hosts[i], &self.conn, Duration::ZERO)
+            let c = self.hosts[i]
+                .connect(&self.conn, Duration::ZERO)
                 .map_err(|e| (self.hosts[i].to_string(), e))?;
             slot.con = Some((c, i));
         }
@@ -191,7 +201,7 @@ impl RedisOutput {
     }
 
     /// Waits while any of `keys` is longer than `congestion_threshold`.
-    fn wait_for_congestion(&self, con: &mut Connection, keys: &[&str]) -> redis::RedisResult<()> {
+    fn wait_for_congestion(&self, con: &mut Con, keys: &[&str]) -> redis::RedisResult<()> {
         for key in keys {
             let due = {
                 let mut last = self
@@ -288,7 +298,7 @@ impl Output for RedisOutput {
                 } else {
                     Ok(())
                 };
-                r.and_then(|()| pipeline.query::<()>(con))
+                r.and_then(|()| con.exec(&pipeline))
                     .map_err(|e| (String::new(), e))
             });
             let (target, e) = match result {
@@ -308,7 +318,8 @@ impl Output for RedisOutput {
             if !is_connection_error(&e) {
                 self.put_slot(slot);
                 return Err(OutputError::retryable(format!(
-                    "Redis at {target} refused the batch: {e}"
+                    "Redis at {target} refused the batch: {e}{}",
+                    hint(&e)
                 )));
             }
             slot.con = None;

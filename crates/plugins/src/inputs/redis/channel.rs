@@ -13,7 +13,6 @@ use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::{Codec, InputContext};
 
 use super::{DataType, Settings};
-use crate::redis_conn::connect;
 use crate::retry::{sleep_unless, Backoff, Outage};
 
 type Message = (String, Vec<u8>);
@@ -74,10 +73,11 @@ fn read(
     tx: SyncSender<Message>,
     stop: &(dyn Fn() -> bool + Sync),
 ) {
-    let target = cfg.endpoint.to_string();
+    let target = cfg.target.to_string();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     while !stop() {
-        let mut con = match connect(&cfg.endpoint, &cfg.conn, Duration::ZERO) {
+        // In a cluster, messages published on any node reach every node: one will do.
+        let mut con = match cfg.target.connect_one(&cfg.conn, Duration::ZERO) {
             Ok(c) => c,
             Err(e) => {
                 outage.failed(&target, &e);

@@ -8,12 +8,19 @@
 //! decoding the batch it holds, so Redis and the network work while we decode. The reply is
 //! read at the next round; at shutdown it goes back to the list with the batch not queued.
 //!
-//! Reliable mode. Keys, for list `K` and consumer id `C` (host:pid:random, new per process):
-//! - `K:sluice:processing:C:T`: thread T's batch in flight. The pop script moves a batch from
-//!   `K` to it atomically; it is deleted once the batch is in our queue.
-//! - `K:sluice:consumers`: a set naming every processing list in use.
-//! - `K:sluice:lease:C`: exists while consumer C lives (`reliable_lease` seconds, renewed by a
+//! Reliable mode. Keys, for list `K` and consumer id `C` (host:pid:random, new per process),
+//! with `P` = `{K}` (or `K` itself when it has a hash tag), so that in a Redis Cluster they all
+//! hash to `K`'s slot and one script may touch them:
+//! - `P:sluice:processing:C:T`: thread T's batch in flight. The pop script moves a batch from
+//!   `K` to it atomically; it is deleted once the batch is in our queue. While it holds values
+//!   the script takes no more and returns them again: a pop retried after its reply was lost
+//!   (a cluster connection retries by itself) gets the same batch, never a second one.
+//! - `P:sluice:consumers`: a set naming every processing list in use.
+//! - `P:sluice:lease:C`: exists while consumer C lives (`reliable_lease` seconds, renewed by a
 //!   heartbeat thread every fifth of that).
+//!
+//! On a cluster connection scripts go as `EVAL` (a `SCRIPT LOAD` would reach one random node)
+//! and no `LPOP` is sent ahead (the connection has no such call).
 //!
 //! Every heartbeat also looks for processing lists whose consumer's lease is gone and puts their
 //! values back at the head of `K`, in order (one script, so two live consumers cannot both do
@@ -23,12 +30,12 @@
 
 use std::time::Duration;
 
-use redis::{Connection, RedisError, RedisResult, Value};
+use redis::{RedisError, RedisResult, Value};
 use sluice_event::Event;
 use sluice_pipeline::{Codec, InputContext};
 
 use super::{BatchMethod, Settings};
-use crate::redis_conn::{connect, server_version};
+use crate::redis_conn::{hint, server_version, Con};
 use crate::retry::{random_u64, sleep_unless, Backoff, Outage};
 
 /// How long one `BLPOP` waits on an empty list (servers ≥ 6.0 take fractions of a second).
@@ -50,7 +57,7 @@ struct Scripts {
 impl Scripts {
     fn new(cfg: &Settings) -> Scripts {
         let c = |n: &str| cfg.commands.name(n).to_owned();
-        let (lrange, ltrim, rpush, lpush, del, exists, srem) = (
+        let (lrange, ltrim, rpush, lpush, del, exists, srem, llen) = (
             c("lrange"),
             c("ltrim"),
             c("rpush"),
@@ -58,6 +65,7 @@ impl Scripts {
             c("del"),
             c("exists"),
             c("srem"),
+            c("llen"),
         );
         Scripts {
             // KEYS[1] list; ARGV[1] count → the values taken from the head.
@@ -68,17 +76,23 @@ impl Scripts {
                      return items"
                 ),
             },
-            // KEYS[1] list, KEYS[2] processing list; ARGV[1] count → the values moved.
+            // KEYS[1] list, KEYS[2] processing list; ARGV[1] count → the processing list,
+            // filled up to count from the list.
             pop_move: Script {
                 body: format!(
-                    "local items = redis.call('{lrange}', KEYS[1], 0, tonumber(ARGV[1]) - 1)\n\
-                     if #items > 0 then\n\
-                       redis.call('{ltrim}', KEYS[1], #items, -1)\n\
-                       for i = 1, #items, 1000 do\n\
-                         redis.call('{rpush}', KEYS[2], unpack(items, i, math.min(i + 999, #items)))\n\
+                    "local have = redis.call('{llen}', KEYS[2])\n\
+                     local want = tonumber(ARGV[1]) - have\n\
+                     if want > 0 then\n\
+                       local items = redis.call('{lrange}', KEYS[1], 0, want - 1)\n\
+                       if #items > 0 then\n\
+                         redis.call('{ltrim}', KEYS[1], #items, -1)\n\
+                         for i = 1, #items, 1000 do\n\
+                           redis.call('{rpush}', KEYS[2], unpack(items, i, math.min(i + 999, #items)))\n\
+                         end\n\
                        end\n\
+                       if have == 0 then return items end\n\
                      end\n\
-                     return items"
+                     return redis.call('{lrange}', KEYS[2], 0, -1)"
                 ),
             },
             // KEYS[1] list, KEYS[2] processing list, KEYS[3] its consumer's lease, KEYS[4] the
@@ -100,7 +114,7 @@ impl Scripts {
 
 /// A connection and what we learned about its server.
 pub struct Conn {
-    con: Connection,
+    con: Con,
     lpop_count: bool,
     blmove: bool,
     block_secs: &'static str,
@@ -110,7 +124,7 @@ pub struct Conn {
 
 impl Conn {
     pub fn open(cfg: &Settings) -> RedisResult<Conn> {
-        let mut con = connect(&cfg.endpoint, &cfg.conn, Duration::from_secs(1))?;
+        let mut con = cfg.target.connect(&cfg.conn, Duration::from_secs(1))?;
         let version = server_version(&mut con, cfg.commands.name("info"))?;
         let at_least = |want: (u32, u32, u32)| version.is_some_and(|v| v >= want);
         let lpop_count = match cfg.batch_method {
@@ -143,6 +157,14 @@ impl Conn {
         args: &[&str],
     ) -> RedisResult<Value> {
         let script = [&scripts.pop, &scripts.pop_move, &scripts.requeue][which];
+        if self.con.is_cluster() {
+            return redis::cmd(cfg.commands.name("eval"))
+                .arg(&script.body)
+                .arg(keys.len())
+                .arg(keys)
+                .arg(args)
+                .query(&mut self.con);
+        }
         for _ in 0..2 {
             let sha = match &self.shas[which] {
                 Some(s) => s.clone(),
@@ -210,14 +232,14 @@ impl Consumer {
             std::process::id(),
             random_u64() as u32
         );
-        let prefix = format!("{}:sluice:processing:", cfg.key);
+        let prefix = format!("{}:sluice:processing:", cfg.helper_prefix);
         let members = (0..cfg.threads)
             .map(|t| format!("{prefix}{id}:{t}"))
             .collect();
         tracing::info!(consumer = %id, "redis input: reliable consumer");
         Consumer {
-            lease_key: format!("{}:sluice:lease:{id}", cfg.key),
-            set_key: format!("{}:sluice:consumers", cfg.key),
+            lease_key: format!("{}:sluice:lease:{id}", cfg.helper_prefix),
+            set_key: format!("{}:sluice:consumers", cfg.helper_prefix),
             prefix,
             members,
             scripts: Scripts::new(cfg),
@@ -231,12 +253,7 @@ impl Consumer {
 
     /// Renews the lease and (re)names `members` in the consumers set: before its first pop on
     /// a connection, a thread makes sure its processing list can be found if we die.
-    fn register(
-        &self,
-        con: &mut Connection,
-        cfg: &Settings,
-        members: &[String],
-    ) -> RedisResult<()> {
+    fn register(&self, con: &mut Con, cfg: &Settings, members: &[String]) -> RedisResult<()> {
         let mut p = redis::pipe();
         p.cmd(cfg.commands.name("set"))
             .arg(&self.lease_key)
@@ -248,7 +265,7 @@ impl Consumer {
             .arg(&self.set_key)
             .arg(members)
             .ignore();
-        p.query::<()>(con)
+        con.exec(&p)
     }
 
     /// Puts the values of every processing list whose consumer is gone back on the list.
@@ -266,7 +283,7 @@ impl Consumer {
             else {
                 continue;
             };
-            let lease = format!("{}:sluice:lease:{cid}", cfg.key);
+            let lease = format!("{}:sluice:lease:{cid}", cfg.helper_prefix);
             let n = conn.eval(
                 cfg,
                 &self.scripts,
@@ -333,7 +350,7 @@ impl Consumer {
                 .arg(&self.members)
                 .ignore();
             p.cmd(cfg.commands.name("del")).arg(&self.lease_key).ignore();
-            p.query::<()>(&mut c.con)
+            c.con.exec(&p)
         });
         if let Err(e) = r {
             tracing::warn!(
@@ -386,7 +403,7 @@ impl<'a> ListThread<'a> {
             conn: None,
             pushed: false,
             ahead: false,
-            target: cfg.endpoint.to_string(),
+            target: cfg.target.to_string(),
         }
     }
 
@@ -404,7 +421,8 @@ impl<'a> ListThread<'a> {
                 Err(e) => {
                     self.conn = None;
                     self.ahead = false;
-                    self.outage.failed(&self.target, &e);
+                    self.outage
+                        .failed(&self.target, &format_args!("{e}{}", hint(&e)));
                     if !sleep_unless(backoff.next_delay(), || ctx.is_stopping()) {
                         break;
                     }
@@ -493,8 +511,10 @@ impl<'a> ListThread<'a> {
         if self.consumer.is_some() || !conn.lpop_count {
             return Ok(());
         }
-        conn.con
-            .send_packed_command(&lpop(self.cfg, self.cfg.batch_count).get_packed_command())?;
+        let Some(con) = conn.con.plain() else {
+            return Ok(());
+        };
+        con.send_packed_command(&lpop(self.cfg, self.cfg.batch_count).get_packed_command())?;
         self.ahead = true;
         Ok(())
     }
@@ -522,7 +542,8 @@ impl<'a> ListThread<'a> {
             .conn
             .as_mut()
             .expect("an LPOP is only sent ahead on a connection");
-        Ok(Some(bulks(conn.con.recv_response()?)))
+        let con = conn.con.plain().expect("sent ahead on a plain connection");
+        Ok(Some(bulks(con.recv_response()?)))
     }
 
     /// Decodes and queues a batch; then (reliable) deletes its copy from the processing list.
@@ -561,13 +582,15 @@ impl<'a> ListThread<'a> {
         let Some(first) = self.pop_blocking(ctx)? else {
             return Ok(Vec::new());
         };
+        if self.consumer.is_some() {
+            // The processing list holds `first`: the script fills it up and returns all of it.
+            // On an error the thread queues what it holds after reconnecting.
+            return self.pop_now(n);
+        }
         let mut items = vec![first];
         if n > 1 {
             match self.pop_now(n - 1) {
                 Ok(more) => items.extend(more),
-                // Reliable: the processing list holds `first` (and maybe more); the thread
-                // queues it after reconnecting.
-                Err(e) if self.consumer.is_some() => return Err(e),
                 // Keep the value we hold; the error comes back on the next round.
                 Err(e) => tracing::debug!(error = %e, "redis input: filling a batch failed"),
             }

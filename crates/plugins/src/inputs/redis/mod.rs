@@ -21,6 +21,13 @@
 //!
 //! Redis going away: one warning per outage, reconnection with back-off (0.1 s doubling to
 //! 5 s), one line when it is back.
+//!
+//! Beyond one server: `cluster => true` reads from a Redis Cluster (`host` lists seed nodes; the
+//! list lives on its key's slot's master, and the cluster connection follows it there through
+//! `MOVED`/`ASK` and failovers); `sentinel_hosts` + `master_name` read from the master a
+//! Sentinel group names, asked again at each reconnection. With `reliable => true` a failover
+//! loses nothing: the helper keys share the list's slot (see [`list`]), and whatever a dead
+//! master had not replicated is still on the list of the promoted replica.
 
 mod channel;
 mod list;
@@ -31,7 +38,9 @@ use std::time::Duration;
 
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
-use crate::redis_conn::{key_and_port, parse_host, CommandMap, ConnConfig, Endpoint};
+use crate::redis_conn::{
+    key_and_port, parse_host, slot_prefix, targets, CommandMap, ConnConfig, Endpoint, Target,
+};
 use crate::retry::Outage;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +62,7 @@ pub enum BatchMethod {
 /// Commands the input sends (for `command_map`).
 const COMMANDS: &[&str] = &[
     "lpop", "blpop", "lrange", "ltrim", "rpush", "lpush", "del", "eval", "evalsha", "script",
-    "info", "exists", "sadd", "srem", "smembers", "set", "blmove",
+    "info", "exists", "sadd", "srem", "smembers", "set", "blmove", "llen",
 ];
 
 pub struct RedisInput {
@@ -63,7 +72,7 @@ pub struct RedisInput {
 
 /// Everything the input's threads share, read-only.
 pub struct Settings {
-    pub endpoint: Endpoint,
+    pub target: Target,
     pub conn: ConnConfig,
     pub data_type: DataType,
     pub key: String,
@@ -74,6 +83,8 @@ pub struct Settings {
     pub commands: CommandMap,
     /// How long a reliable consumer's lease lives without being renewed.
     pub lease: Duration,
+    /// Reliable mode: the prefix of its helper keys, in the list's cluster slot.
+    pub helper_prefix: String,
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
@@ -94,15 +105,36 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         }
     };
     let (key, port) = key_and_port(opts)?;
-    let host = opts.string_or("host", "127.0.0.1")?;
-    let endpoint = match opts.string("path")? {
+    let host_list = opts
+        .string_list("host")?
+        .unwrap_or_else(|| vec!["127.0.0.1".to_owned()]);
+    let path = opts.string("path")?;
+    let hosts = match &path {
         Some(p) => {
             tracing::debug!("redis input: path is set; host and port are not used");
-            Endpoint::Unix(p.into())
+            vec![Endpoint::Unix(p.into())]
         }
-        None => parse_host(&host, port).map_err(|e| opts.error("host", e))?,
+        None => {
+            let mut hosts = Vec::with_capacity(host_list.len());
+            for h in &host_list {
+                hosts.push(parse_host(h, port).map_err(|e| opts.error("host", e))?);
+            }
+            hosts
+        }
     };
+    if hosts.is_empty() {
+        return Err(opts.error("host", "must name a host"));
+    }
     let conn = ConnConfig::from_options(opts)?;
+    let many_hosts = hosts.len() > 1;
+    let mut target = targets(opts, hosts, path.is_some(), &conn)?;
+    if target.len() > 1 || (many_hosts && !matches!(target[0], Target::Cluster(_))) {
+        return Err(opts.error(
+            "host",
+            "takes one host, unless cluster => true (then it lists seed nodes of the cluster)",
+        ));
+    }
+    let target = target.remove(0);
     let threads = opts.int("threads")?.unwrap_or(1);
     if !(1..=1024).contains(&threads) {
         return Err(opts.error("threads", "must be between 1 and 1024"));
@@ -127,11 +159,21 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     if !(1.0..=3600.0).contains(&lease) {
         return Err(opts.error("reliable_lease", "must be between 1 and 3600 seconds"));
     }
+    let helper_prefix = match slot_prefix(&key) {
+        Some(p) => p,
+        None if reliable && matches!(target, Target::Cluster(_)) => {
+            return Err(opts.error(
+                "key",
+                format!("{key:?} has a '}}' but no hash tag, so reliable mode's helper keys cannot share its cluster slot; give it a hash tag, like \"{{name}}\""),
+            ))
+        }
+        None => key.clone(),
+    };
     let commands = CommandMap::from_options(opts, COMMANDS)?;
     let codec = opts.codec("json")?;
     Ok(Box::new(RedisInput {
         cfg: Arc::new(Settings {
-            endpoint,
+            target,
             conn,
             data_type,
             key,
@@ -141,6 +183,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             reliable,
             commands,
             lease: Duration::from_secs_f64(lease),
+            helper_prefix,
         }),
         codec,
     }))
@@ -155,7 +198,7 @@ impl Settings {
         };
         format!(
             "redis://{}/{} {kind}:{}",
-            self.endpoint, self.conn.db, self.key
+            self.target, self.conn.db, self.key
         )
     }
 }
