@@ -70,6 +70,23 @@ for c in 1 8; do
 done
 echo
 
+# Waits until the list `bench` is empty, with bash builtins only: LLEN over one connection held
+# open, and a read that times out on a FIFO as the pause. (Polling with `redis-cli` and `sleep`
+# started two processes every 10 ms, which took a fifth of a core from the run it measured.)
+mkfifo "$TMP/idle"
+exec 4<>"$TMP/idle"
+wait_empty() {
+  local line
+  exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+  while :; do
+    printf '*2\r\n$4\r\nLLEN\r\n$5\r\nbench\r\n' >&3
+    read -r line <&3
+    [ "${line%$'\r'}" = ":0" ] && break
+    read -r -t 0.005 -u 4 || true
+  done
+  exec 3>&-
+}
+
 # CPU seconds (user + system) of a process, and of the whole machine (all cores, not idle).
 cpu_of() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$1/stat"; }
 busy() { awk -v t="$(getconf CLK_TCK)" '/^cpu / { printf "%.3f", ($2 + $3 + $4 + $7 + $8) / t }' /proc/stat; }
@@ -85,18 +102,20 @@ run_sluice() { # threads batch instances codec
       output { null { } }" &
     pids+=($!)
   done
-  while [ "$(R llen bench)" -ne 0 ]; do sleep 0.01; done
+  wait_empty
   e=$(now); rc1=$(cpu_of $RPID); b1=$(busy)
   kill -TERM "${pids[@]}"; wait "${pids[@]}"
   awk -v n="$N" -v s="$s" -v e="$e" -v r0="$rc0" -v r1="$rc1" -v b0="$b0" -v b1="$b1" -v c="$(nproc)" \
     'BEGIN { d = e - s; printf "%.0f %.0f%% %.0f%%", n / d, 100 * (r1 - r0) / d, 100 * (b1 - b0) / d / c }'
 }
-run_consumer() { # threads batch
+run_consumer() { # threads batch; timed as sluice is, from the process start to its end
   R copy src bench replace >/dev/null
-  local out
+  local out s e
+  s=$(now)
   out=$("$CONSUMER" "$PORT" bench "$1" "$2")
+  e=$(now)
   [ "${out#* }" -eq "$N" ] || { echo "the consumer got ${out#* } events, expected $N" >&2; exit 1; }
-  echo "${out%% *}"
+  rate "$N" "$s" "$e"
 }
 
 # Input against the consumer, interleaved so that both see the same machine.
