@@ -69,21 +69,4 @@ echo "events: $N per run, runs: $RUNS (interleaved); medians"
 echo
 echo "| filter | events/s | ratio to mutate add_field | CPU s / M events |"
 echo "|---|---|---|---|"
-declare -A RATE=() CPU=()
-for _ in $(seq "$RUNS"); do
-  for i in "${!SCENARIOS[@]}"; do
-    IFS='|' read -r name message filter <<<"${SCENARIOS[$i]}"
-    config="input { generator { count => $N message => '$message' } } filter { $filter } output { null {} }"
-    r=$(rate_and_cpu "$N" "$BIN" --path.settings "$TMP/settings" --log.level error -e "$config")
-    read -r rate cpu <<<"$r"
-    RATE[$i]="${RATE[$i]:-} $rate"
-    CPU[$i]="${CPU[$i]:-} $cpu"
-  done
-done
-base=$(echo "${RATE[0]}" | median)
-for i in "${!SCENARIOS[@]}"; do
-  IFS='|' read -r name _ _ <<<"${SCENARIOS[$i]}"
-  r=$(echo "${RATE[$i]}" | median)
-  c=$(echo "${CPU[$i]}" | median)
-  echo "| $name | $r | $(ratio "$r" "$base") | $c |"
-done
+filter_rows "$N" "$RUNS" "$TMP/settings" "${SCENARIOS[@]}"

@@ -24,3 +24,34 @@ rate_and_cpu() {
   rm -f "$err"
   awk -v n="$n" -v t="$t" 'BEGIN { split(t, a, " "); printf "%.0f %.3f\n", n / a[1], (a[2] + a[3]) * 1e6 / n }'
 }
+
+# filter_rows EVENTS RUNS SETTINGS_DIR "NAME|MESSAGE|FILTER"...: `generator { message => MESSAGE }
+# → FILTER → null` through $BIN for each scenario, RUNS rounds interleaved so that every
+# scenario sees the same machine load. Prints one table row per scenario: its name, the median
+# events/s, the ratio to the first scenario's (the baseline), the median CPU s per million
+# events. MESSAGE holds no '|' nor single quote; FILTER may hold '|' (Ruby blocks do).
+filter_rows() {
+  local n=$1 runs=$2 settings=$3 i name rest message filter config r rate cpu base
+  shift 3
+  local -a scenarios=("$@")
+  local -A RATE=() CPU=()
+  for _ in $(seq "$runs"); do
+    for i in "${!scenarios[@]}"; do
+      # Split by hand: `read` would stop at the first line of a multi-line filter.
+      rest=${scenarios[$i]#*|}
+      message=${rest%%|*}
+      filter=${rest#*|}
+      config="input { generator { count => $n message => '$message' } } filter { $filter } output { null {} }"
+      r=$(rate_and_cpu "$n" "$BIN" --path.settings "$settings" --log.level error -e "$config")
+      read -r rate cpu <<<"$r"
+      RATE[$i]="${RATE[$i]:-} $rate"
+      CPU[$i]="${CPU[$i]:-} $cpu"
+    done
+  done
+  base=$(echo "${RATE[0]}" | median)
+  for i in "${!scenarios[@]}"; do
+    name=${scenarios[$i]%%|*}
+    rate=$(echo "${RATE[$i]}" | median)
+    echo "| $name | $rate | $(ratio "$rate" "$base") | $(echo "${CPU[$i]}" | median) |"
+  done
+}

@@ -42,15 +42,11 @@ event.set('slow', parts[4].to_f > 0.5)
 event.set('[@metadata][index]', 'logs-' + event.timestamp.time.strftime('%Y.%m.%d'))"
 
 LINE='GET /search?q=rust&page=2 200 5120 0.734'
-NAMES=(
-  "mutate uppercase (baseline)"
-  "ruby one-liner (upcase into a new field)"
-  "ruby, 20-line script"
-)
-FILTERS=(
-  "mutate { uppercase => [\"message\"] }"
-  "ruby { code => \"event.set('x', event.get('message').upcase)\" }"
-  "ruby { code => \"$SCRIPT\" }"
+# name | message | filter
+SCENARIOS=(
+  "mutate uppercase (baseline)|$LINE|mutate { uppercase => [\"message\"] }"
+  "ruby one-liner (upcase into a new field)|$LINE|ruby { code => \"event.set('x', event.get('message').upcase)\" }"
+  "ruby, 20-line script|$LINE|ruby { code => \"$SCRIPT\" }"
 )
 
 machine
@@ -58,20 +54,4 @@ echo "events: $N per run, runs: $RUNS (interleaved), pipeline.workers: 2; median
 echo
 echo "| filter | events/s | ratio to mutate uppercase | CPU s / M events |"
 echo "|---|---|---|---|"
-declare -A RATE=() CPU=()
-for _ in $(seq "$RUNS"); do
-  for i in "${!NAMES[@]}"; do
-    config="input { generator { count => $N message => '$LINE' } } filter { ${FILTERS[$i]} } output { null {} }"
-    r=$(rate_and_cpu "$N" "$BIN" --path.settings "$TMP/settings" --log.level error -e "$config")
-    read -r rate cpu <<<"$r"
-    RATE[$i]="${RATE[$i]:-} $rate"
-    CPU[$i]="${CPU[$i]:-} $cpu"
-  done
-done
-base=$(echo "${RATE[0]}" | median)
-for i in "${!NAMES[@]}"; do
-  name=${NAMES[$i]}
-  r=$(echo "${RATE[$i]}" | median)
-  c=$(echo "${CPU[$i]}" | median)
-  echo "| $name | $r | $(ratio "$r" "$base") | $c |"
-done
+filter_rows "$N" "$RUNS" "$TMP/settings" "${SCENARIOS[@]}"
