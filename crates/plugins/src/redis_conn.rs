@@ -72,6 +72,18 @@ pub fn parse_host(s: &str, default_port: u16) -> Result<Endpoint, String> {
     })
 }
 
+/// [`parse_host`] over each of `list`, the values of option `option`.
+pub fn parse_hosts(
+    opts: &Options,
+    option: &str,
+    list: &[String],
+    default_port: u16,
+) -> Result<Vec<Endpoint>, ConfigError> {
+    list.iter()
+        .map(|h| parse_host(h, default_port).map_err(|e| opts.error(option, e)))
+        .collect()
+}
+
 /// How to connect and talk to a server, whichever endpoint.
 #[derive(Clone)]
 pub struct ConnConfig {
@@ -204,12 +216,8 @@ pub fn targets(
             if list.is_empty() {
                 return Err(opts.error("sentinel_hosts", "must name at least one Sentinel"));
             }
-            let mut sentinels = Vec::with_capacity(list.len());
-            for h in &list {
-                sentinels.push(parse_host(h, 26379).map_err(|e| opts.error("sentinel_hosts", e))?);
-            }
             Ok(vec![Target::Sentinel {
-                sentinels,
+                sentinels: parse_hosts(opts, "sentinel_hosts", &list, 26379)?,
                 master,
                 password: sentinel_password,
             }])

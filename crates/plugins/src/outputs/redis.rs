@@ -33,7 +33,7 @@ use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
 use crate::redis_conn::{
-    hint, is_connection_error, key_and_port, parse_host, targets, CommandMap, Con, ConnConfig,
+    hint, is_connection_error, key_and_port, parse_hosts, targets, CommandMap, Con, ConnConfig,
     Target,
 };
 use crate::retry::{random_u64, Backoff, Outage};
@@ -85,10 +85,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     if host_list.is_empty() {
         return Err(opts.error("host", "must name at least one host"));
     }
-    let mut hosts = Vec::with_capacity(host_list.len());
-    for h in &host_list {
-        hosts.push(parse_host(h, port).map_err(|e| opts.error("host", e))?);
-    }
+    let mut hosts = parse_hosts(opts, "host", &host_list, port)?;
     if opts.boolean_or("shuffle_hosts", true)? {
         let mut r = random_u64();
         for i in (1..hosts.len()).rev() {

@@ -39,7 +39,7 @@ use std::time::Duration;
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
 use crate::redis_conn::{
-    key_and_port, parse_host, slot_prefix, targets, CommandMap, ConnConfig, Endpoint, Target,
+    key_and_port, parse_hosts, slot_prefix, targets, CommandMap, ConnConfig, Endpoint, Target,
 };
 use crate::retry::Outage;
 
@@ -114,13 +114,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             tracing::debug!("redis input: path is set; host and port are not used");
             vec![Endpoint::Unix(p.into())]
         }
-        None => {
-            let mut hosts = Vec::with_capacity(host_list.len());
-            for h in &host_list {
-                hosts.push(parse_host(h, port).map_err(|e| opts.error("host", e))?);
-            }
-            hosts
-        }
+        None => parse_hosts(opts, "host", &host_list, port)?,
     };
     if hosts.is_empty() {
         return Err(opts.error("host", "must name a host"));
@@ -128,7 +122,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let conn = ConnConfig::from_options(opts)?;
     let many_hosts = hosts.len() > 1;
     let mut target = targets(opts, hosts, path.is_some(), &conn)?;
-    if target.len() > 1 || (many_hosts && !matches!(target[0], Target::Cluster(_))) {
+    // Several plain hosts would be several targets: only a cluster takes a list.
+    if many_hosts && !matches!(target[0], Target::Cluster(_)) {
         return Err(opts.error(
             "host",
             "takes one host, unless cluster => true (then it lists seed nodes of the cluster)",
