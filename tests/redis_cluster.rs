@@ -319,11 +319,7 @@ impl Sentinel {
     }
 
     fn master_port(&self) -> Option<u16> {
-        let s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        let mut c = Resp {
-            r: std::io::BufReader::new(s.try_clone().ok()?),
-            w: s,
-        };
+        let mut c = Resp::connect(self.port).ok()?;
         let addr = c
             .cmd(&["SENTINEL", "get-master-addr-by-name", "mymaster"])
             .strings();
@@ -358,17 +354,16 @@ fn sentinel_group(dir: &Path) -> (Redis, Redis, Vec<Sentinel>) {
         Duration::from_secs(30),
         || {
             sentinels.iter().all(|s| {
-            let Ok(st) = std::net::TcpStream::connect(("127.0.0.1", s.port)) else {
-                return false;
-            };
-            let mut c = Resp {
-                r: std::io::BufReader::new(st.try_clone().unwrap()),
-                w: st,
-            };
-            let replicas = c.cmd(&["SENTINEL", "replicas", "mymaster"]);
-            let others = c.cmd(&["SENTINEL", "sentinels", "mymaster"]);
-            matches!((replicas, others), (Reply::Array(Some(r)), Reply::Array(Some(o))) if r.len() == 1 && o.len() == 2)
-        })
+                let Ok(mut c) = Resp::connect(s.port) else {
+                    return false;
+                };
+                let replicas = c.cmd(&["SENTINEL", "replicas", "mymaster"]);
+                let others = c.cmd(&["SENTINEL", "sentinels", "mymaster"]);
+                let (Reply::Array(Some(r)), Reply::Array(Some(o))) = (replicas, others) else {
+                    return false;
+                };
+                r.len() == 1 && o.len() == 2
+            })
         },
     );
     (master, replica, sentinels)

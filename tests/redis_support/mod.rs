@@ -105,12 +105,7 @@ impl Redis {
     }
 
     pub fn try_client(&self) -> std::io::Result<Resp> {
-        let s = TcpStream::connect(("127.0.0.1", self.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let mut c = Resp {
-            r: BufReader::new(s.try_clone()?),
-            w: s,
-        };
+        let mut c = Resp::connect(self.port)?;
         if let Some(p) = &self.password {
             c.cmd(&["AUTH", p]);
         }
@@ -178,6 +173,16 @@ pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
 }
 
 impl Resp {
+    /// A connection to 127.0.0.1:`port` (a server or a Sentinel), replies within 30 s.
+    pub fn connect(port: u16) -> std::io::Result<Resp> {
+        let s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Resp {
+            r: BufReader::new(s.try_clone()?),
+            w: s,
+        })
+    }
+
     pub fn cmd(&mut self, args: &[&str]) -> Reply {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         self.pipeline(&[args]).pop().unwrap()
