@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use run_support::{sequences, temp_dir, Run};
+use run_support::{complete_text, sequences, temp_dir, Run};
 
 /// The shared broker's `host:port`, or `None` (skipped) outside CI when it is not running.
 fn broker(test: &str) -> Option<String> {
@@ -102,25 +102,8 @@ fn consumer_with(
     Run::start(dir, &yml, &[], &config, Stdio::null(), Stdio::null())
 }
 
-/// Complete lines of `out` (a line still being written is left out).
 fn complete_lines(out: &Path) -> usize {
-    let text = std::fs::read_to_string(out).unwrap_or_default();
-    text[..text.rfind('\n').map_or(0, |i| i + 1)]
-        .lines()
-        .count()
-}
-
-fn wait_lines(r: &Run, out: &Path, n: usize, secs: u64) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while complete_lines(out) < n {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {n} lines in {secs} s\n{}",
-            complete_lines(out),
-            r.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    complete_text(out).lines().count()
 }
 
 /// A graceful stop (SIGTERM) that must succeed.
@@ -150,7 +133,7 @@ fn round_trip_100k_events_every_one_once_with_metadata() {
     );
     let out = out_file(&dir, "out.jsonl");
     let mut r = consumer(&dir, &broker, &topic, &unique("rt-group"), &out, "");
-    wait_lines(&r, &out, 100_000, 300);
+    r.wait_lines(&out, 100_000, 300);
     stop(&mut r);
     let seqs = sequences(&out);
     assert_eq!(seqs.len(), 100_000);
@@ -185,13 +168,13 @@ fn offsets_are_committed_at_the_stop_and_a_restart_reads_only_what_is_new() {
     produce(&dir, &broker, &topic, 1000, "");
     let out = out_file(&dir, "first.jsonl");
     let mut r = consumer(&dir, &broker, &topic, &group, &out, "");
-    wait_lines(&r, &out, 1000, 120);
+    r.wait_lines(&out, 1000, 120);
     stop(&mut r);
     // 10 more, then the same group again: only those.
     produce(&dir, &broker, &topic, 10, "");
     let again = out_file(&dir, "second.jsonl");
     let mut r = consumer(&dir, &broker, &topic, &group, &again, "");
-    wait_lines(&r, &again, 10, 120);
+    r.wait_lines(&again, 10, 120);
     // Nothing else comes.
     std::thread::sleep(Duration::from_secs(3));
     stop(&mut r);
@@ -221,7 +204,7 @@ fn sigkill_mid_stream_loses_nothing_with_the_persisted_queue() {
     let yml = "queue.type: persisted\npipeline.batch.size: 100\n";
     let slow = "sleep { time => '0.01' every => 100 }";
     let mut r = consumer_with(&dir, &broker, &topic, &group, &out, yml, slow);
-    wait_lines(&r, &out, 5_000, 120);
+    r.wait_lines(&out, 5_000, 120);
     r.signal("-KILL");
     let _ = r.exit(30);
     let before = sequences_complete(&out);
@@ -488,7 +471,7 @@ fn sasl_plain_and_scram_over_tls_with_headers() {
         )
     };
     let (mut good, out) = read("scram", "bob-secret");
-    wait_lines(&good, &out, count as usize, 120);
+    good.wait_lines(&out, count as usize, 120);
     stop(&mut good);
     let text = std::fs::read_to_string(&out).unwrap();
     let mut seen = BTreeMap::new();

@@ -8,20 +8,6 @@ use std::process::Stdio;
 
 use run_support::{sequences, temp_dir, Run};
 
-/// Waits until `out` holds `n` complete lines (at most `secs`); returns them.
-fn wait_lines(r: &Run, out: &std::path::Path, n: usize, secs: u64) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    loop {
-        let text = std::fs::read_to_string(out).unwrap_or_default();
-        let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
-        if complete.lines().count() >= n {
-            return complete.to_owned();
-        }
-        assert!(std::time::Instant::now() < deadline, "{}", r.log());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn sigterm_and_sigint_stop_a_pipeline_with_a_ruby_filter() {
     for sig in ["-TERM", "-INT"] {
@@ -36,7 +22,7 @@ fn sigterm_and_sigint_stop_a_pipeline_with_a_ruby_filter() {
         let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
         r.wait_log("starting pipeline", 60);
         // Let events flow through Ruby, then stop.
-        wait_lines(&r, &out, 1000, 60);
+        r.wait_lines(&out, 1000, 60);
         r.signal(sig);
         let status = r.exit(60);
         assert!(status.success(), "{sig}: {status:?}\n{}", r.log());
@@ -77,7 +63,7 @@ fn code_that_never_ends_is_interrupted_by_a_stalled_stop() {
     );
     r.wait_log("starting pipeline", 60);
     // Event 0 goes through; event 1 spins for ever.
-    wait_lines(&r, &out, 1, 60);
+    r.wait_lines(&out, 1, 60);
     r.signal("-TERM");
     // The first stall report (5 s) interrupts the code; the stop then completes.
     let status = r.exit(60);
@@ -130,7 +116,7 @@ fn aggregate_pushes_a_timed_out_map_at_the_periodic_flush() {
         stdin.flush().unwrap();
     }
     // The map times out after 1 s; the flush every 5 s pushes it, once for both workers.
-    let lines = wait_lines(&r, &out, 1, 30);
+    let lines = r.wait_lines(&out, 1, 30);
     drop(r.child.stdin.take());
     assert!(r.exit(60).success(), "{}", r.log());
     let text = std::fs::read_to_string(&out).unwrap();

@@ -132,6 +132,34 @@ impl Drop for Run {
     }
 }
 
+/// The complete lines of `out` (a line still being written is left out); empty when absent.
+pub fn complete_text(out: &Path) -> String {
+    let mut text = std::fs::read_to_string(out).unwrap_or_default();
+    text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
+    text
+}
+
+impl Run {
+    /// Waits until `out` holds `n` complete lines (at most `secs`, else fails with the count
+    /// and this process's log); returns them.
+    pub fn wait_lines(&self, out: &Path, n: usize, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let text = complete_text(out);
+            let count = text.lines().count();
+            if count >= n {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{count} of {n} lines in {secs} s\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 /// Sequence → times delivered, from a file of `json_lines` generator events; every line must
 /// be a whole event.
 pub fn sequences(out: &Path) -> BTreeMap<i64, usize> {
