@@ -8,6 +8,7 @@
 //! with the reason. [`input`] consumes in a group and commits offsets only once the events
 //! are in sluice's queue; [`output`] acks a batch only once the broker confirmed every record.
 
+mod fetch;
 pub mod input;
 pub mod output;
 
