@@ -363,20 +363,17 @@ impl<'a> Reader<'a> {
 
     /// A map whose entries are values at `depth + 1` if they are containers.
     fn map(&mut self, depth: usize) -> Result<Map, DecodeError> {
+        // Every entry takes at least two bytes, so `count` (checked against the remaining
+        // bytes) bounds the allocation by the input's size.
         let count = self.length("map count")?;
-        let mut map = Map::new();
-        let mut prev: Option<&'a str> = None;
+        let mut map = Map::with_capacity(count);
         for _ in 0..count {
             let key_offset = self.pos;
             let key = self.str("key length", "key")?;
-            if prev.is_some_and(|p| p.as_bytes() >= key.as_bytes()) {
-                return Err(DecodeError::KeyOutOfOrder { offset: key_offset });
-            }
-            prev = Some(key);
             let value = self.value(depth)?;
-            // Keys are checked to ascend above: always an append.
-            if let Some((k, v)) = map.try_append(Key::from(key), value) {
-                map.insert(k, v);
+            // An append only after the last key: the one compare checks the order too.
+            if map.try_append(Key::from(key), value).is_some() {
+                return Err(DecodeError::KeyOutOfOrder { offset: key_offset });
             }
         }
         Ok(map)
