@@ -257,6 +257,12 @@ fn open_queue(spec: &Spec, path_data: &std::path::Path) -> Result<Arc<dyn EventQ
                 checkpoint_writes: q.checkpoint_writes,
                 checkpoint_retry: q.checkpoint_retry,
                 drain: q.drain,
+                compression: sluice_queue::Compression::parse(&q.compression).ok_or_else(|| {
+                    format!(
+                        "pipeline {}: queue.compression {:?} is not one of none, disabled, speed, balanced, size",
+                        spec.id, q.compression
+                    )
+                })?,
             };
             let failed = |e: &dyn std::fmt::Display| {
                 format!(

@@ -312,3 +312,57 @@ fn a_run_that_leaves_events_in_the_queue_says_so() {
         "{line}\n{text}"
     );
 }
+
+/// `queue.compression`: records written under `size` and `speed` (each run SIGKILLed
+/// mid-stream, so they stay in the queue) are all delivered by a run under `none`, and
+/// `queue inspect` reports them compressed.
+#[test]
+fn compressed_records_survive_kills_and_open_under_any_setting() {
+    let dir = temp_dir("compression");
+    let out = dir.join("out.log");
+    let line = "GET /images/web/2009/banner.png HTTP/1.1 200 52315 ".repeat(6);
+    let mut size = 0;
+    for (run, setting) in ["size", "speed"].into_iter().enumerate() {
+        let settings = write_settings(&dir, &format!("queue.compression: {setting}\n"));
+        let config = format!(
+            "input {{ generator {{ message => \"{line}\" add_field => {{ \"run\" => \"{run}\" }} }} }}
+             output {{ file {{ path => \"{}\" }} }}",
+            out.display()
+        );
+        let mut child = start(&settings, &config);
+        wait_for_growth(&out, size, 200_000);
+        assert!(Command::new("kill")
+            .args(["-KILL", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+        child.wait().unwrap();
+        size = std::fs::metadata(&out).unwrap().len();
+    }
+    let qdir = dir.join("data/queue/main");
+    let inspect = sluice_out(&["queue", "inspect", qdir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&inspect.stdout);
+    let stats = text
+        .lines()
+        .find(|l| l.starts_with("compression: "))
+        .unwrap_or_else(|| panic!("no compression line:\n{text}"));
+    let words: Vec<&str> = stats.split_whitespace().collect();
+    let (packed, records): (u64, u64) = (words[1].parse().unwrap(), words[3].parse().unwrap());
+    assert!(packed > 0 && packed == records, "{stats}");
+    let ratio: f64 = words.last().unwrap().parse().unwrap();
+    assert!(ratio > 2.0, "{stats}");
+
+    drain(&dir, &out);
+    let (runs, torn) = delivered(&out);
+    assert!(torn <= 2, "{torn} torn lines from 2 kills");
+    assert_eq!(runs.len(), 2, "both runs delivered");
+    for (run, seqs) in &runs {
+        let max = *seqs.keys().last().unwrap();
+        assert_eq!(seqs.len() as i64, max + 1, "run {run}: gaps in 0..={max}");
+    }
+    // The message came back whole from compressed records.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let last = text.lines().last().unwrap();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["message"].as_str(), Some(line.as_str()));
+}

@@ -19,9 +19,8 @@
 //! `queue.checkpoint.writes`, `queue.checkpoint.retry`, `queue.drain`,
 //! `dead_letter_queue.enable`, `path.dead_letter_queue`, `dead_letter_queue.max_bytes`,
 //! `dead_letter_queue.storage_policy`, `dead_letter_queue.flush_interval`,
-//! `dead_letter_queue.retain.age`, and (as in
-//! `sluice.yml`) `queue.checkpoint.interval` (no effect, warned) and `queue.compression`
-//! (`none` only). `config.reload.automatic` / `config.reload.interval` are ignored with a
+//! `dead_letter_queue.retain.age`, `queue.compression`, and (as in `sluice.yml`)
+//! `queue.checkpoint.interval` (no effect, warned). `config.reload.automatic` / `config.reload.interval` are ignored with a
 //! warning, as Logstash deprecates them per pipeline. Process-wide settings (`node.name`,
 //! `api.*`, ...) are errors here, as are Logstash per-pipeline settings sluice does not
 //! support (`pipeline.reloadable`, ...), and unknown keys.

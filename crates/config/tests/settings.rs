@@ -156,7 +156,7 @@ queue.checkpoint.acks: 512
 queue.checkpoint.writes: 1
 queue.checkpoint.retry: false
 queue.drain: true
-queue.compression: none
+queue.compression: balanced
 api.enabled: true
 api.http.host: 0.0.0.0
 api.http.port: 9600-9605
@@ -215,6 +215,7 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
             checkpoint_writes: Some(1),
             checkpoint_retry: Some(false),
             drain: Some(true),
+            compression: Some("balanced".into()),
         }
     );
     let api = &s.api;
@@ -417,10 +418,10 @@ fn type_errors_name_the_key_the_type_and_the_value_position() {
         ),
         ("queue.page_capacity: -64mb", 1, 22, &["not a size"]),
         (
-            "queue.compression: speed",
+            "queue.compression: fast",
             1,
             20,
-            &["`queue.compression`", "does not compress"],
+            &["`queue.compression`", "balanced"],
         ),
         (
             "config.reload.interval: 3",
@@ -1245,6 +1246,7 @@ path.logs: /var/log/logstash
             checkpoint_writes: 1024,
             checkpoint_retry: true,
             drain: false,
+            compression: "none".into(),
         }
     );
 }

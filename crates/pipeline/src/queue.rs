@@ -1,7 +1,8 @@
 //! The pipeline's view of its queue: push batches of events, read batches, ack them.
 //! The memory queue keeps `Event`s as they are; the persisted queue serialises each event
-//! with `sluice_event::binary` in the pushing input's thread and decodes in the reading
-//! worker's thread, so neither happens under a queue lock.
+//! with `sluice_event::binary` in the pushing input's thread (compressing it there under
+//! `queue.compression`) and decodes in the reading worker's thread, so neither happens under
+//! a queue lock.
 //!
 //! Events are freed where they were made when that is cheap to arrange: the memory queue marks
 //! each pushed event with its thread's number, a worker of a pipeline without filters hands
@@ -312,6 +313,8 @@ pub struct PersistedEventQueue {
     rejected: AtomicU64,
     dir: std::path::PathBuf,
     ids: Option<ReplayIds>,
+    /// zstd level of `queue.compression`, when records are compressed.
+    level: Option<i32>,
 }
 
 impl PersistedEventQueue {
@@ -329,6 +332,7 @@ impl PersistedEventQueue {
             sluice_queue::FsStorage::new(dir).map_err(io("creating the queue directory"))?,
         );
         let max_record = cfg.page_capacity as usize - sluice_queue::format::PAGE_HEADER_LEN;
+        let level = cfg.compression.level();
         let queue = PersistedQueue::open(storage, cfg)?;
         Ok(PersistedEventQueue {
             queue,
@@ -337,6 +341,7 @@ impl PersistedEventQueue {
             rejected: AtomicU64::new(0),
             dir: dir.to_path_buf(),
             ids: None,
+            level,
         })
     }
 
@@ -361,7 +366,13 @@ impl EventQueue for PersistedEventQueue {
     fn push(&self, events: Vec<Event>) -> Result<(), Stopped> {
         let mut batch = RecordBatch::with_capacity(events.len() * 256, events.len());
         for e in &events {
-            batch.push_with(|buf| sluice_event::binary::encode(e, buf));
+            batch.push_with(|buf| {
+                let start = buf.len();
+                sluice_event::binary::encode(e, buf);
+                if let Some(level) = self.level {
+                    sluice_queue::compression::compress_tail(buf, start, level);
+                }
+            });
             let i = batch.len() - 1;
             if batch.record_size(i) > self.max_record {
                 let size = batch.record_size(i);
@@ -388,7 +399,12 @@ impl EventQueue for PersistedEventQueue {
         let raw = self.queue.read_batch(max, delay)?;
         let mut events = Vec::with_capacity(raw.records.len());
         for (i, r) in raw.records.iter().enumerate() {
-            match sluice_event::binary::decode(&raw.data[r.clone()]) {
+            let decoded =
+                sluice_queue::compression::with_plain(&raw.data[r.clone()], |p| match p {
+                    Ok(plain) => sluice_event::binary::decode(plain).map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                });
+            match decoded {
                 Ok(mut e) => {
                     if let Some(ids) = &self.ids {
                         ids.stamp(&mut e, raw.first_seq + i as u64);

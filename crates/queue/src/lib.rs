@@ -17,7 +17,9 @@
 //! A queue is one directory (byte layouts in [`mod@format`]):
 //! - `page.<N>`: a 32-byte header (magic, version, page number, first sequence; checksummed),
 //!   then records back to back, each `crc | length | sequence | payload`, the checksum covering
-//!   payload and sequence. Sequences run on without gaps from page to page. A page takes
+//!   payload and sequence. The payload is an event (`sluice_event::binary`, first byte
+//!   `0x01`) or, under `queue.compression`, a zstd frame holding one ([`compression`]).
+//!   Sequences run on without gaps from page to page. A page takes
 //!   records until the next one would pass `queue.page_capacity`; the newest page is the head
 //!   page, older ones are tail pages.
 //! - `checkpoint`: two slots, each a checksummed, generation-numbered list of the pages with,
@@ -95,6 +97,7 @@
 
 pub mod ackset;
 pub mod checkpoint;
+pub mod compression;
 pub mod dlq;
 pub mod error;
 pub mod format;
@@ -109,6 +112,7 @@ pub mod storage;
 pub mod survey;
 pub mod tools;
 
+pub use compression::Compression;
 pub use error::{QueueError, StorageError};
 pub use format::RecordBatch;
 pub use memory::{Closed, MemoryQueue};

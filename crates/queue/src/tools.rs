@@ -2,7 +2,9 @@
 //! with the same [`survey`] that start-up uses, so that the three never disagree.
 //!
 //! - inspect: what start-up would find: pages, sequence ranges, acked counts, bytes, and the
-//!   findings about the newest data. Reads the checkpoint, the head page and newer pages.
+//!   findings about the newest data (from the checkpoint, the head page and newer pages); then
+//!   how the unacked records are stored: how many are compressed (`queue.compression`) and
+//!   the ratio, from every record's length and, for a compressed one, its frame header.
 //! - verify: reads every record of every page and lists every finding; exits 1 (through the
 //!   caller) when events or ack state are lost. What a crash normally leaves (a torn tail, a
 //!   page whose creation never completed, a leftover `checkpoint.tmp`) is noted only.
@@ -15,6 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::checkpoint::CHECKPOINT_FILE;
+use crate::compression;
 use crate::error::{Context, QueueError};
 use crate::format::RecordBatch;
 use crate::page::page_num;
@@ -108,7 +111,43 @@ pub fn inspect(dir: &Path) -> Result<String, QueueError> {
         "bytes on disk: {}",
         s.pages.iter().map(|p| p.file_len).sum::<u64>()
     );
+    compression_line(&mut out, dir)?;
     Ok(out)
+}
+
+/// How the unacked records are stored (`queue.compression`): reads every record, but only
+/// the frame header of a compressed one.
+fn compression_line(out: &mut String, dir: &Path) -> Result<(), QueueError> {
+    let (mut records, mut packed, mut stored, mut plain, mut unreadable) = (0u64, 0u64, 0, 0, 0);
+    survey(
+        &storage(dir)?,
+        Depth::Full,
+        Some(&mut |_, payload: &[u8]| {
+            records += 1;
+            stored += payload.len() as u64;
+            packed += u64::from(compression::is_compressed(payload));
+            match compression::plain_len(payload) {
+                Some(n) => plain += n,
+                None => unreadable += 1,
+            }
+        }),
+    )?;
+    if records == 0 {
+        return Ok(());
+    }
+    let _ = write!(
+        out,
+        "compression: {packed} of {records} record(s) compressed (zstd); payloads {stored} bytes stored, {plain} uncompressed, ratio {:.2}",
+        plain as f64 / stored.max(1) as f64
+    );
+    if unreadable > 0 {
+        let _ = write!(
+            out,
+            "; {unreadable} compressed record(s) with an unreadable frame header"
+        );
+    }
+    let _ = writeln!(out);
+    Ok(())
 }
 
 /// Reads every record. Returns the report and whether the queue is healthy (nothing lost:

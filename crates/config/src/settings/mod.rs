@@ -45,7 +45,7 @@
 //! | `queue.max_events`, `queue.checkpoint.acks`, `queue.checkpoint.writes` | [`QueueOverrides`] | non-negative integer |
 //! | `queue.checkpoint.retry`, `queue.drain` | [`QueueOverrides`] | boolean |
 //! | `queue.checkpoint.interval` | — | integer; accepted with a warning: it has no effect (Logstash is removing it) |
-//! | `queue.compression` | — | only `none` or `disabled` (sluice's queue does not compress) |
+//! | `queue.compression` | [`QueueOverrides::compression`] | `none` `disabled` `speed` `balanced` `size` |
 //! | `dead_letter_queue.enable` | [`DlqOverrides::enable`] | boolean |
 //! | `path.dead_letter_queue` | [`DlqOverrides::path`] | path |
 //! | `dead_letter_queue.max_bytes` | [`DlqOverrides::max_bytes`] | size |
@@ -96,7 +96,7 @@ pub(crate) use keys::{logstash_only, settings_keys, unknown_key, PIPELINE_SCOPED
 pub use types::*;
 use values::*;
 pub(crate) use values::{flatten, Val};
-pub use values::{parse_port_range, parse_size, parse_time_value};
+pub use values::{parse_port_range, parse_size, parse_time_value, QUEUE_COMPRESSION};
 
 use crate::yaml::{self, Kind, Pos};
 
@@ -293,21 +293,7 @@ pub(crate) fn apply_pipeline_key(
                 ));
             }
         }
-        "queue.compression" => {
-            v.get(
-                "`none` (sluice's persisted queue does not compress)",
-                |t, _| {
-                    if t == "none" || t == "disabled" {
-                        Ok(())
-                    } else {
-                        Err(Some(format!(
-                            "sluice's persisted queue does not compress: only `none` (or \
-                         `disabled`) is accepted, got {t:?}"
-                        )))
-                    }
-                },
-            )?;
-        }
+        "queue.compression" => q.compression = v.one_of(QUEUE_COMPRESSION)?,
         _ => return Ok(false),
     }
     Ok(true)

@@ -123,6 +123,8 @@ pub struct QueueOverrides {
     /// `queue.checkpoint.retry`.
     pub checkpoint_retry: Option<bool>,
     pub drain: Option<bool>,
+    /// `queue.compression`: one of [`super::QUEUE_COMPRESSION`].
+    pub compression: Option<String>,
 }
 
 impl QueueOverrides {
@@ -138,6 +140,10 @@ impl QueueOverrides {
             checkpoint_writes: self.checkpoint_writes.unwrap_or(base.checkpoint_writes),
             checkpoint_retry: self.checkpoint_retry.unwrap_or(base.checkpoint_retry),
             drain: self.drain.unwrap_or(base.drain),
+            compression: self
+                .compression
+                .clone()
+                .unwrap_or_else(|| base.compression.clone()),
         }
     }
 }
@@ -225,6 +231,8 @@ pub struct QueueSettings {
     pub checkpoint_retry: bool,
     /// Default false.
     pub drain: bool,
+    /// `queue.compression`, default `none`: one of [`super::QUEUE_COMPRESSION`].
+    pub compression: String,
 }
 
 impl Default for QueueSettings {
@@ -239,6 +247,7 @@ impl Default for QueueSettings {
             checkpoint_writes: 1024,
             checkpoint_retry: true,
             drain: false,
+            compression: "none".to_owned(),
         }
     }
 }

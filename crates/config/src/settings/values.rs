@@ -444,5 +444,7 @@ pub(super) const LOG_LEVELS: &[&str] = &["fatal", "error", "warn", "info", "debu
 pub(super) const ORDERED: &[&str] = &["auto", "true", "false"];
 pub(super) const SAMPLING_MODES: &[&str] = &["disabled", "minimal", "full"];
 pub(super) const ECS: &[&str] = &["disabled", "v1", "v8"];
+/// `queue.compression` values (Logstash 9.2).
+pub const QUEUE_COMPRESSION: &[&str] = &["none", "disabled", "speed", "balanced", "size"];
 pub(super) const REQUIRED_OPTIONAL: &[&str] = &["REQUIRED", "OPTIONAL"];
 pub(super) const TLS_PROTOCOLS: &[&str] = &["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"];

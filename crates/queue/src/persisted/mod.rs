@@ -46,6 +46,9 @@ pub struct QueueConfig {
     /// `FileCheckpointIO` retries its move).
     pub checkpoint_retry: bool,
     pub drain: bool,
+    /// `queue.compression`: how the writer of the payloads compresses them (the queue itself
+    /// stores payloads as given; see [`crate::compression`]).
+    pub compression: crate::Compression,
 }
 
 impl Default for QueueConfig {
@@ -58,6 +61,7 @@ impl Default for QueueConfig {
             checkpoint_writes: 1024,
             checkpoint_retry: true,
             drain: false,
+            compression: crate::Compression::None,
         }
     }
 }
