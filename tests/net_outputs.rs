@@ -80,8 +80,11 @@ fn udp_output_sends_a_datagram_per_event() {
     let total = 300;
     let config = format!(
         r#"input {{ generator {{ count => {total} message => "m" }} }}
+           filter {{ sleep {{ time => "0.005" every => 10 }} }}
            output {{ udp {{ host => "127.0.0.1" port => {port} }} }}"#
     );
+    // Sent in bursts of 10 (a batch) 5 ms apart: 300 datagrams at once overflowed the
+    // socket's receive buffer on a loaded machine (266 of 300 arrived once).
     let mut r = Run::start(
         &dir,
         "pipeline.batch.size: 10\npipeline.workers: 1\n",
