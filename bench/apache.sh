@@ -9,16 +9,12 @@
 # Usage: bench/apache.sh [LINES] [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 N=${1:-200000}
 DIR=${2:-target/bench-apache}
-SHARED=${SLUICE_SHARED:-../shared}
-LOG="$SHARED/data/apache_logs"
-[ -f "$LOG" ] || { echo "bench/apache.sh: $LOG not found (set SLUICE_SHARED)" >&2; exit 1; }
-scripts/fetch-geoip >/dev/null
-cargo build --release --quiet
+apache_lines "$N" "$DIR"
 BIN=$PWD/target/release/sluice
-mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
-awk -v n="$N" '{ line[NR] = $0 } END { for (i = 0; i < n; i++) print line[i % NR + 1] }' "$LOG" > "$DIR/in.log"
+DIR=$(cd "$DIR" && pwd)
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $N lines"
 
 settings() { # dir queue-type
@@ -34,14 +30,7 @@ rate() { # input config settings workers → events/s
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-SEED='input { stdin {} }
-filter {
-  grok { match => { "message" => "%{COMBINEDAPACHELOG}" } }
-  date { match => [ "timestamp", "dd/MMM/yyyy:HH:mm:ss Z" ] }
-  geoip { source => "clientip" }
-  useragent { source => "agent" }
-}
-output { stdout { codec => dots } }'
+SEED=$APACHE_SEED
 NONE='input { stdin {} } output { stdout { codec => dots } }'
 
 settings "$DIR/mem" memory

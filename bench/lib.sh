@@ -55,3 +55,25 @@ filter_rows() {
     echo "| $name | $rate | $(ratio "$rate" "$base") | $(echo "${CPU[$i]}" | median) |"
   done
 }
+
+# The seed pipeline of the Apache filter set (issue 4), legacy field names.
+APACHE_SEED='input { stdin {} }
+filter {
+  grok { match => { "message" => "%{COMBINEDAPACHELOG}" } }
+  date { match => [ "timestamp", "dd/MMM/yyyy:HH:mm:ss Z" ] }
+  geoip { source => "clientip" }
+  useragent { source => "agent" }
+}
+output { stdout { codec => dots } }'
+
+# apache_lines LINES DIR: writes ../shared/data/apache_logs (or $SLUICE_SHARED's) repeated to
+# LINES lines into DIR/in.log, after fetching the GeoIP database the seed pipeline needs and
+# building the release binary; exits with a message when the log is not there.
+apache_lines() {
+  local log="${SLUICE_SHARED:-../shared}/data/apache_logs"
+  [ -f "$log" ] || { echo "$0: $log not found (set SLUICE_SHARED)" >&2; exit 1; }
+  scripts/fetch-geoip >/dev/null
+  cargo build --release --quiet
+  mkdir -p "$2"
+  awk -v n="$1" '{ line[NR] = $0 } END { for (i = 0; i < n; i++) print line[i % NR + 1] }' "$log" > "$2/in.log"
+}

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Persisted-queue benchmarks (issue: the persisted queue). Everything runs on one
-# filesystem (DIR, default ./target/bench-queue) and is compared, in the same run, with
+# filesystem (DIR, default ./target/bench-queue) and is compared, in the same run, with the
+# device's own sequential write ceiling (issue 19):
+#   fio --rw=write --bs=1M --direct=1 --iodepth=16 --ioengine=libaio --size=2g
+# and, as a second column, with
 #   dd if=/dev/zero bs=1M count=2048 conv=fdatasync
+# (dd writes to the page cache and syncs once at the end, so it is no ceiling: the queue
+# overlaps its writes and syncs and can pass it).
 # Scenarios:
-#   1. write 1 KB and 200 B records, default settings, 1 and 4 writers: MB/s, events/s, ratio to dd
+#   1. write 1 KB and 200 B records, default settings, 1 and 4 writers: MB/s, events/s, ratio
+#      to fio and to dd
 #   2. queue.checkpoint.writes 1, 1/4/16 writers pushing batches of 125 × 1 KB: events/s
 #   3. drain (read batches of 125 + ack), 1 KB: events/s
-#   4. generator → null (2 workers), memory vs persisted queue (queue.drain: true): ratio
+#   4. generator → null (2 workers), memory vs persisted queue (queue.drain: true): ratio, and
+#      the CPU per event the persisted queue adds (user + system time of the two runs)
 #   5. reopen time and RSS with a BACKLOG_GB backlog (default 5)
 # Usage: bench/queue.sh [DIR] [BACKLOG_GB]
 set -euo pipefail
@@ -15,6 +22,7 @@ DIR=${1:-target/bench-queue}
 GB=${2:-5}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
+command -v fio >/dev/null || { apt-get install -y -qq fio >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }; }
 cargo build --release --quiet --example queue_bench -p sluice-queue
 cargo build --release --quiet
 B=target/release/examples/queue_bench
@@ -26,6 +34,10 @@ dd_out=$(dd if=/dev/zero of="$DIR/dd.bin" bs=1M count=2048 conv=fdatasync 2>&1 |
 rm -f "$DIR/dd.bin"
 DD=$(echo "$dd_out" | awk '{ for (i = 1; i <= NF; i++) if ($(i+1) == "s,") secs = $i } END { printf "%.1f", 2147483648 / secs / 1048576 }')
 echo "dd: $DD MB/s ($dd_out)"
+FIO=$(fio --name=ceiling --filename="$DIR/fio.bin" --rw=write --bs=1M --direct=1 --iodepth=16 \
+  --ioengine=libaio --size=2g --output-format=terse --terse-version=3 | awk -F';' '{ printf "%.1f", $48 / 1024 }')
+rm -f "$DIR/fio.bin"
+echo "fio (direct, 1 MB writes, iodepth 16): $FIO MB/s"
 echo
 
 echo "1. write, default settings (checkpoint.writes 1024), synced at the end"
@@ -33,7 +45,7 @@ for size in 1024 200; do
   for w in 1 4; do
     line=$($B --dir "$DIR/q" --scenario write --writers $w --size $size --mb 2048)
     mbs=$(echo "$line" | field mb_per_s)
-    echo "   $size B, $w writer(s): $(echo "$line" | field events_per_s) events/s, $mbs MB/s, ratio to dd $(ratio "$mbs" "$DD")"
+    echo "   $size B, $w writer(s): $(echo "$line" | field events_per_s) events/s, $mbs MB/s, ratio to fio $(ratio "$mbs" "$FIO"), to dd $(ratio "$mbs" "$DD")"
   done
 done
 echo "2. queue.checkpoint.writes 1 (every push durable before it returns), 1 KB, batches of 125"
@@ -49,10 +61,14 @@ echo "4. generator → null, 2 workers, 2,000,000 events"
 rm -rf "$DIR/e2e" && mkdir -p "$DIR/e2e/settings"
 printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$DIR/e2e/data" > "$DIR/e2e/settings/sluice.yml"
 cfg='input { generator { count => 2000000 } } output { null {} }'
-t() { local s e; s=$(date +%s.%N); "$@"; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", 2000000 / (e - s) }'; }
-mem=$(t target/release/sluice --log.level error -w 2 -e "$cfg")
-pq=$(t target/release/sluice --log.level error -w 2 --path.settings "$DIR/e2e/settings" -e "$cfg")
-echo "   memory: $mem events/s, persisted: $pq events/s, ratio $(ratio "$pq" "$mem")"
+t() { # command... → "events/s cpu-seconds"
+  local TIMEFORMAT='%R %U %S' times
+  times=$({ time "$@" >/dev/null; } 2>&1 | tail -1)
+  echo "$times" | awk '{ printf "%.0f %.3f\n", 2000000 / $1, $2 + $3 }'
+}
+read -r mem mem_cpu < <(t target/release/sluice --log.level error -w 2 -e "$cfg")
+read -r pq pq_cpu < <(t target/release/sluice --log.level error -w 2 --path.settings "$DIR/e2e/settings" -e "$cfg")
+echo "   memory: $mem events/s, persisted: $pq events/s, ratio $(ratio "$pq" "$mem"); CPU the persisted queue adds: $(awk -v a="$pq_cpu" -v b="$mem_cpu" 'BEGIN { printf "%.2f", (a - b) / 2 }') µs per event ($pq_cpu s against $mem_cpu s)"
 
 echo "5. reopen with a ${GB} GB backlog"
 line=$($B --dir "$DIR/q" --scenario reopen --gb "$GB")
