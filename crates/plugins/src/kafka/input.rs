@@ -311,10 +311,17 @@ impl Settings {
         while !ctx.is_stopping() {
             positions.clear();
             // Group events wait on the consumer queue; a record there (a partition not
-            // forwarded yet) is taken as any other.
-            while let Some(next) = consumer.poll(Duration::ZERO) {
+            // forwarded) is taken as any other, at most a batch's worth per round.
+            let mut taken = 0;
+            while taken < self.max_poll_records {
+                let Some(next) = consumer.poll(Duration::ZERO) else {
+                    break;
+                };
                 match next {
-                    Ok(m) => self.take(Record::of(&m), &mut *codec, &mut events, &mut positions),
+                    Ok(m) => {
+                        taken += 1;
+                        self.take(Record::of(&m), &mut *codec, &mut events, &mut positions)
+                    }
                     Err(e) => tracing::warn!("kafka input: {e}"),
                 }
             }
