@@ -88,6 +88,16 @@ fn delivered(out: &Path) -> (BTreeMap<usize, BTreeMap<i64, usize>>, usize) {
     (runs, torn)
 }
 
+/// Sends `signal` (`-KILL`, `-TERM`) to the child and waits for it to end.
+fn signal_and_wait(child: &mut Child, signal: &str) -> std::process::ExitStatus {
+    assert!(Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    child.wait().unwrap()
+}
+
 fn drain(settings_dir: &Path, out: &Path) {
     let settings = write_settings(settings_dir, "queue.drain: true\n");
     let config = format!(
@@ -110,12 +120,7 @@ fn sigkill_loses_nothing_and_sigterm_duplicates_nothing() {
         wait_for_growth(&out, size, 50_000 + 37_000 * run as u64);
         std::thread::sleep(Duration::from_millis(17 * run as u64));
         let signal = if run == 4 { "-TERM" } else { "-KILL" };
-        assert!(Command::new("kill")
-            .args([signal, &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success());
-        let status = child.wait().unwrap();
+        let status = signal_and_wait(&mut child, signal);
         if run == 4 {
             assert!(status.success(), "SIGTERM exit: {status}");
         }
@@ -331,12 +336,7 @@ fn compressed_records_survive_kills_and_open_under_any_setting() {
         );
         let mut child = start(&settings, &config);
         wait_for_growth(&out, size, 200_000);
-        assert!(Command::new("kill")
-            .args(["-KILL", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success());
-        child.wait().unwrap();
+        signal_and_wait(&mut child, "-KILL");
         size = std::fs::metadata(&out).unwrap().len();
     }
     let qdir = dir.join("data/queue/main");
