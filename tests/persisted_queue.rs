@@ -88,6 +88,20 @@ fn delivered(out: &Path) -> (BTreeMap<usize, BTreeMap<i64, usize>>, usize) {
     (runs, torn)
 }
 
+/// What `out` holds after runs ended by `kills` kills and a drain: every one of `runs` runs
+/// delivered something, at most one torn line per kill, and each run's sequences arrived
+/// without a gap up to its highest. Returns run → sequence → times delivered.
+fn gap_free_runs(out: &Path, runs: usize, kills: usize) -> BTreeMap<usize, BTreeMap<i64, usize>> {
+    let (delivered, torn) = delivered(out);
+    assert!(torn <= kills, "{torn} torn lines from {kills} kills");
+    assert_eq!(delivered.len(), runs, "every run delivered something");
+    for (run, seqs) in &delivered {
+        let max = *seqs.keys().last().unwrap();
+        assert_eq!(seqs.len() as i64, max + 1, "run {run}: gaps in 0..={max}");
+    }
+    delivered
+}
+
 /// Sends `signal` (`-KILL`, `-TERM`) to the child and waits for it to end.
 fn signal_and_wait(child: &mut Child, signal: &str) -> std::process::ExitStatus {
     assert!(Command::new("kill")
@@ -128,15 +142,11 @@ fn sigkill_loses_nothing_and_sigterm_duplicates_nothing() {
     }
     drain(&dir, &out);
 
-    let (runs, torn) = delivered(&out);
-    assert!(torn <= 4, "{torn} torn lines from 4 kills");
-    assert_eq!(runs.len(), 5, "every run delivered something");
+    let runs = gap_free_runs(&out, 5, 4);
     for (run, seqs) in &runs {
         let max = *seqs.keys().last().unwrap();
         let dups = seqs.values().filter(|&&n| n > 1).count();
         eprintln!("run {run}: sequences 0..={max}, {dups} delivered more than once");
-        // Gap-free: every sequence up to the highest delivered one arrived.
-        assert_eq!(seqs.len() as i64, max + 1, "run {run}: gaps in 0..={max}");
         if *run == 4 {
             let dups: Vec<_> = seqs.iter().filter(|(_, &n)| n > 1).collect();
             assert!(
@@ -353,13 +363,7 @@ fn compressed_records_survive_kills_and_open_under_any_setting() {
     assert!(ratio > 2.0, "{stats}");
 
     drain(&dir, &out);
-    let (runs, torn) = delivered(&out);
-    assert!(torn <= 2, "{torn} torn lines from 2 kills");
-    assert_eq!(runs.len(), 2, "both runs delivered");
-    for (run, seqs) in &runs {
-        let max = *seqs.keys().last().unwrap();
-        assert_eq!(seqs.len() as i64, max + 1, "run {run}: gaps in 0..={max}");
-    }
+    gap_free_runs(&out, 2, 2);
     // The message came back whole from compressed records.
     let text = std::fs::read_to_string(&out).unwrap();
     let last = text.lines().last().unwrap();

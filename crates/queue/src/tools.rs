@@ -74,7 +74,8 @@ fn checkpoint_line(out: &mut String, s: &Survey) {
 
 /// A human-readable summary of a queue directory.
 pub fn inspect(dir: &Path) -> Result<String, QueueError> {
-    let s = survey(&storage(dir)?, Depth::Open, None)?;
+    let storage = storage(dir)?;
+    let s = survey(&storage, Depth::Open, None)?;
     let mut out = String::new();
     let _ = writeln!(out, "queue: {}", dir.display());
     checkpoint_line(&mut out, &s);
@@ -111,16 +112,16 @@ pub fn inspect(dir: &Path) -> Result<String, QueueError> {
         "bytes on disk: {}",
         s.pages.iter().map(|p| p.file_len).sum::<u64>()
     );
-    compression_line(&mut out, dir)?;
+    compression_line(&mut out, &storage)?;
     Ok(out)
 }
 
 /// How the unacked records are stored (`queue.compression`): reads every record, but only
 /// the frame header of a compressed one.
-fn compression_line(out: &mut String, dir: &Path) -> Result<(), QueueError> {
+fn compression_line(out: &mut String, storage: &FsStorage) -> Result<(), QueueError> {
     let (mut records, mut packed, mut stored, mut plain, mut unreadable) = (0u64, 0u64, 0, 0, 0);
     survey(
-        &storage(dir)?,
+        storage,
         Depth::Full,
         Some(&mut |_, payload: &[u8]| {
             records += 1;
