@@ -336,6 +336,17 @@ fn tcp_output_server_mode_over_tls_checks_client_certificates() {
             r.log()
         );
     }
+    // The stranger's refusal happens on its own thread: wait for it before the pipeline ends
+    // (on a loaded machine its handshake once had not run yet when stdin closed; the one
+    // handshake failure logged was wait_listening's plain TCP probe).
+    while !r.log().contains("UnknownIssuer") {
+        assert!(
+            Instant::now() < deadline,
+            "the stranger was not refused: {}",
+            r.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     for i in 0..100 {
         writeln!(stdin, "line {i}").unwrap();
     }
