@@ -1,0 +1,67 @@
+//! Encode/decode benchmark of the queue's binary event format (`sluice_event::binary`):
+//! nanoseconds per event for the events the generator input and the stdin input (one Apache
+//! access-log line) make, as the persisted queue writes and reads them.
+//! Usage: cargo run --release -p sluice-event --example binary_bench [EVENTS]
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use sluice_event::{binary, json, Event, Value};
+
+// The allocator of the sluice binary.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn event_from_json(text: &str) -> Event {
+    match json::parse(text.as_bytes()).expect("valid JSON") {
+        Value::Object(fields) => Event::from_parts(fields, Default::default()),
+        _ => panic!("an object"),
+    }
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse().expect("a number of events"))
+        .unwrap_or(2_000_000);
+    let line = r#"83.149.9.216 - - [17/May/2015:10:05:03 +0000] \"GET /presentations/logstash-monitorama-2013/images/kibana-search.png HTTP/1.1\" 200 203023 \"http://semicomplete.com/presentations/logstash-monitorama-2013/\" \"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_9_1) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/32.0.1700.77 Safari/537.36\""#;
+    let cases = [
+        (
+            "generator",
+            r#"{"@timestamp":"2026-11-25T05:35:12.376Z","@version":"1","event":{"original":"Hello world!","sequence":0},"host":{"name":"vm"},"message":"Hello world!"}"#.to_owned(),
+        ),
+        (
+            "apache line",
+            format!(
+                r#"{{"@timestamp":"2026-11-25T05:35:12.401Z","@version":"1","event":{{"original":"{line}"}},"host":{{"hostname":"vm"}},"message":"{line}"}}"#
+            ),
+        ),
+    ];
+    for (name, text) in cases {
+        let event = event_from_json(&text);
+        let mut buf = Vec::new();
+        binary::encode(&event, &mut buf);
+        let size = buf.len();
+        // Batches of 125, as the pipeline pushes and reads them.
+        let mut out = Vec::with_capacity(size * 125);
+        let start = Instant::now();
+        for _ in 0..n / 125 {
+            out.clear();
+            for _ in 0..125 {
+                binary::encode(black_box(&event), &mut out);
+            }
+            black_box(&out);
+        }
+        let enc = start.elapsed().as_nanos() as f64 / n as f64;
+        let start = Instant::now();
+        let mut events = Vec::with_capacity(125);
+        for _ in 0..n / 125 {
+            for _ in 0..125 {
+                events.push(binary::decode(black_box(&buf)).expect("decodes"));
+            }
+            events.clear();
+        }
+        let dec = start.elapsed().as_nanos() as f64 / n as f64;
+        println!("{name:12} {size:4} bytes  encode {enc:6.1} ns  decode+drop {dec:6.1} ns");
+    }
+}
