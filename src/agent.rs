@@ -271,7 +271,11 @@ fn open_queue(spec: &Spec, path_data: &std::path::Path) -> Result<Arc<dyn EventQ
                     dir.display()
                 )
             };
-            let mut queue = PersistedEventQueue::open(&dir, cfg).map_err(|e| failed(&e))?;
+            // Readers that keep up take events as pushed, holding no more than a memory
+            // queue would.
+            let mut queue = PersistedEventQueue::open(&dir, cfg)
+                .map_err(|e| failed(&e))?
+                .hold_events(s.workers * s.batch_size);
             if s.replay_safe_ids {
                 queue = queue.with_replay_safe_ids().map_err(|e| failed(&e))?;
             }

@@ -2,7 +2,8 @@
 //! The memory queue keeps `Event`s as they are; the persisted queue serialises each event
 //! with `sluice_event::binary` in the pushing input's thread (compressing it there under
 //! `queue.compression`) and decodes in the reading worker's thread, so neither happens under
-//! a queue lock.
+//! a queue lock. A reader that keeps up skips the decoding: the queue holds the events it
+//! has just written, a memory queue's worth, and hands them over by sequence (see `Held`).
 //!
 //! Events are freed where they were made when that is cheap to arrange: the memory queue marks
 //! each pushed event with its thread's number, a worker of a pipeline without filters hands
@@ -303,6 +304,17 @@ impl EventQueue for MemoryEventQueue {
     }
 }
 
+/// Events a persisted queue has written and no reader has taken yet, kept as they were pushed
+/// so that a reader that keeps up takes them instead of decoding their records. Bounded, as a
+/// memory queue is: once `limit` events are held, pushes keep none until readers catch up,
+/// and readers decode what was not kept. Only ever a shortcut: every event is in the page
+/// file (and checksummed when read) whether it is held or not, and a restart reads the file.
+struct Held {
+    /// By sequence, ascending.
+    events: std::collections::VecDeque<(u64, Event)>,
+    limit: usize,
+}
+
 /// Events on disk through [`PersistedQueue`].
 pub struct PersistedEventQueue {
     queue: Arc<PersistedQueue>,
@@ -315,6 +327,7 @@ pub struct PersistedEventQueue {
     ids: Option<ReplayIds>,
     /// zstd level of `queue.compression`, when records are compressed.
     level: Option<i32>,
+    held: Mutex<Held>,
 }
 
 impl PersistedEventQueue {
@@ -342,7 +355,18 @@ impl PersistedEventQueue {
             dir: dir.to_path_buf(),
             ids: None,
             level,
+            held: Mutex::new(Held {
+                events: Default::default(),
+                limit: 0,
+            }),
         })
+    }
+
+    /// Keeps up to `events` written events in memory for readers that keep up (see
+    /// [`Held`]); none by default.
+    pub fn hold_events(self, events: usize) -> Self {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).limit = events;
+        self
     }
 
     /// Gives events replay-safe ids as they are read (see [`ReplayIds`]); the queue's id is
@@ -365,10 +389,12 @@ impl PersistedEventQueue {
 impl EventQueue for PersistedEventQueue {
     fn push(&self, events: Vec<Event>) -> Result<(), Stopped> {
         let mut batch = RecordBatch::with_capacity(events.len() * 256, events.len());
-        for e in &events {
+        // The events written, in the batch's order, for `held`.
+        let mut kept = Vec::with_capacity(events.len());
+        for e in events {
             batch.push_with(|buf| {
                 let start = buf.len();
-                sluice_event::binary::encode(e, buf);
+                sluice_event::binary::encode(&e, buf);
                 if let Some(level) = self.level {
                     sluice_queue::compression::compress_tail(buf, start, level);
                 }
@@ -383,9 +409,25 @@ impl EventQueue for PersistedEventQueue {
                     page_capacity = self.queue.config().page_capacity,
                     "event dropped: it is larger than a queue page; raise queue.page_capacity to accept it"
                 );
+            } else {
+                kept.push(e);
             }
         }
-        match self.queue.push(&mut batch) {
+        let mut kept = kept.into_iter();
+        // Not kept for readers: dropped after the push, outside the queue's locks.
+        let mut unheld: Vec<Event> = Vec::new();
+        let pushed = self.queue.push_with(&mut batch, &mut |first_seq, records| {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let room = held.limit.saturating_sub(held.events.len());
+            let n = records.len();
+            let seqs = first_seq..first_seq + n as u64;
+            held.events
+                .extend(seqs.zip(kept.by_ref().take(n.min(room))));
+            drop(held);
+            unheld.extend(kept.by_ref().take(n.saturating_sub(room)));
+        });
+        drop(unheld);
+        match pushed {
             Ok(()) => Ok(()),
             Err(QueueError::Closed) => Err(Stopped),
             Err(e) => {
@@ -397,8 +439,29 @@ impl EventQueue for PersistedEventQueue {
 
     fn read_batch(&self, max: usize, delay: Duration) -> Option<ReadBatch> {
         let raw = self.queue.read_batch(max, delay)?;
+        let end_seq = raw.first_seq + raw.records.len() as u64;
+        // The batch's events still held from their push, in sequence order (and any older
+        // ones, of records lost to damage: dropped).
+        let mut held: Vec<(u64, Event)> = Vec::new();
+        if !raw.records.is_empty() {
+            let mut h = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let n = h.events.partition_point(|(seq, _)| *seq < end_seq);
+            held.extend(h.events.drain(..n));
+        }
+        let mut held = held
+            .into_iter()
+            .skip_while(|(seq, _)| *seq < raw.first_seq)
+            .peekable();
         let mut events = Vec::with_capacity(raw.records.len());
         for (i, r) in raw.records.iter().enumerate() {
+            let seq = raw.first_seq + i as u64;
+            if let Some((_, mut e)) = held.next_if(|(s, _)| *s == seq) {
+                if let Some(ids) = &self.ids {
+                    ids.stamp(&mut e, seq);
+                }
+                events.push(e);
+                continue;
+            }
             let decoded =
                 sluice_queue::compression::with_plain(&raw.data[r.clone()], |p| match p {
                     Ok(plain) => sluice_event::binary::decode(plain).map_err(|e| e.to_string()),
@@ -501,6 +564,87 @@ mod tests {
         std::fs::write(dir.join("queue_id"), "not an id\n").unwrap();
         let err = ReplayIds::for_dir(&dir).err().unwrap().to_string();
         assert!(err.contains("does not hold a queue id"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn held_seqs(q: &PersistedEventQueue) -> Vec<u64> {
+        q.held
+            .lock()
+            .unwrap()
+            .events
+            .iter()
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    #[test]
+    fn a_persisted_queue_hands_readers_the_events_it_holds_and_decodes_the_rest() {
+        let dir = std::env::temp_dir().join(format!("sluice-held-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = sluice_queue::QueueConfig {
+            // A few events per page, so that a push spans pages.
+            page_capacity: 400,
+            ..Default::default()
+        };
+        let q = PersistedEventQueue::open(&dir, cfg)
+            .unwrap()
+            .hold_events(4)
+            .with_replay_safe_ids()
+            .unwrap();
+        let made = |range: std::ops::Range<usize>| -> Vec<Event> {
+            range
+                .map(|i| {
+                    let mut e = Event::with_message(format!("event {i}"));
+                    e.set(
+                        &FieldRef::parse("[nested][n]").unwrap(),
+                        Value::Int(i as i64),
+                    );
+                    e
+                })
+                .collect()
+        };
+        let mut expected = made(0..10);
+        q.push(expected.clone()).unwrap();
+        // The first four are held; the other six are only in the page files.
+        assert_eq!(held_seqs(&q), vec![0, 1, 2, 3]);
+        let mut read = Vec::new();
+        while read.len() < 10 {
+            let batch = q.read_batch(3, Duration::ZERO).unwrap();
+            q.ack(batch.token);
+            read.extend(batch.events);
+        }
+        assert!(held_seqs(&q).is_empty());
+        let id = |e: &Event| {
+            e.get(&FieldRef::parse(REPLAY_SAFE_ID_FIELD).unwrap())
+                .and_then(Value::as_str)
+                .map(|s| s.rsplit('-').next().unwrap().to_owned())
+        };
+        for (i, (got, want)) in read.iter().zip(&mut expected).enumerate() {
+            assert_eq!(
+                id(got),
+                Some(i.to_string()),
+                "held or decoded, ids follow sequences"
+            );
+            want.set(
+                &FieldRef::parse(REPLAY_SAFE_ID_FIELD).unwrap(),
+                got.get(&FieldRef::parse(REPLAY_SAFE_ID_FIELD).unwrap())
+                    .unwrap()
+                    .clone(),
+            );
+        }
+        assert_eq!(read, expected);
+        // Readers caught up: the next push is held again.
+        let mut expected = made(10..12);
+        q.push(expected.clone()).unwrap();
+        assert_eq!(held_seqs(&q), vec![10, 11]);
+        let batch = q.read_batch(10, Duration::ZERO).unwrap();
+        for (i, e) in expected.iter_mut().enumerate() {
+            q.ids.as_ref().unwrap().stamp(e, 10 + i as u64);
+        }
+        assert_eq!(batch.events, expected);
+        q.ack(batch.token);
+        q.close();
+        q.shutdown();
         let _ = std::fs::remove_dir_all(&dir);
     }
 

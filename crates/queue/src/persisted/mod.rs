@@ -413,7 +413,20 @@ impl PersistedQueue {
     /// Appends a batch; blocks while the queue is full or the disk has no space. Returns once
     /// the records are in the page file and, per `checkpoint.writes`, synced.
     pub fn push(&self, batch: &mut crate::format::RecordBatch) -> Result<(), QueueError> {
-        self.inner.push(batch)
+        self.inner.push(batch, &mut |_, _| {})
+    }
+
+    /// [`PersistedQueue::push`], calling `written(first_seq, records)` for each run of the
+    /// batch's records (indices into the batch) once it is in the page file and before any
+    /// reader can take it: the caller can hand the records' source to readers by sequence
+    /// (see `PersistedEventQueue` in the pipeline crate). Runs come in order, under the
+    /// queue's write lock, so `written` must be quick.
+    pub fn push_with(
+        &self,
+        batch: &mut crate::format::RecordBatch,
+        written: &mut dyn FnMut(u64, std::ops::Range<usize>),
+    ) -> Result<(), QueueError> {
+        self.inner.push(batch, written)
     }
 
     /// Takes up to `max` records. Waits for a first record, then at most `delay` for more.

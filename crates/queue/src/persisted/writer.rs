@@ -45,7 +45,11 @@ impl Writer {
 }
 
 impl Inner {
-    pub(super) fn push(&self, batch: &mut RecordBatch) -> Result<(), QueueError> {
+    pub(super) fn push(
+        &self,
+        batch: &mut RecordBatch,
+        written: &mut dyn FnMut(u64, std::ops::Range<usize>),
+    ) -> Result<(), QueueError> {
         let n = batch.len();
         if n == 0 {
             return Ok(());
@@ -92,6 +96,7 @@ impl Inner {
                 file.write_at(offset, data)
                     .context(|| format!("writing queue page {num}"))
             })?;
+            written(w.next_seq, i..j);
             let head = w.head.as_mut().expect("checked above");
             head.offset += bytes;
             w.next_seq += (j - i) as u64;
