@@ -5,10 +5,10 @@
 //! a queue lock. A reader that keeps up skips the decoding: the queue holds the events it
 //! has just written, a memory queue's worth, and hands them over by sequence (see `Held`).
 //!
-//! Events are freed where they were made when that is cheap to arrange: the memory queue marks
-//! each pushed event with its thread's number, a worker of a pipeline without filters hands
-//! the queue its finished events ([`EventQueue::recycle`]), and the thread that pushed them
-//! frees them at its next push. An allocator frees memory from another thread through a slow
+//! Events are freed where they were made when that is cheap to arrange: a queue marks each
+//! pushed event with its thread's number, a worker of a pipeline without filters hands the
+//! queue its finished events ([`EventQueue::recycle`]), and the thread that pushed them frees
+//! them at its next push (a persisted queue's decoded events are the worker's own). An allocator frees memory from another thread through a slow
 //! path, and the memory then has to move back to the allocating core; for an input that makes
 //! events as fast as it can, that was a third of its time
 //! (`crates/plugins/examples/decode_bench.rs`). With filters, most of an event's memory is
@@ -189,12 +189,18 @@ const BINS: usize = 16;
 
 pub struct MemoryEventQueue {
     queue: MemoryQueue<Event>,
+    spent: Spent,
+    ids: Option<ReplayIds>,
+}
+
+/// Finished events waiting to be freed by the threads that made them (see the module docs).
+struct Spent {
     /// Finished events by the number of the thread that pushed them (modulo [`BINS`]).
     bins: [Bin; BINS],
-    /// Events in all bins: at most `queue`'s capacity (beyond that a worker frees its own), so
-    /// idle inputs hold back at most what the queue itself could hold.
-    spent_events: AtomicUsize,
-    ids: Option<ReplayIds>,
+    /// Events in all bins: at most `capacity` (beyond that a worker frees its own), so idle
+    /// inputs hold back at most what a queue itself could hold.
+    events: AtomicUsize,
+    capacity: usize,
 }
 
 #[derive(Default)]
@@ -208,8 +214,7 @@ impl MemoryEventQueue {
     pub fn new(capacity: usize) -> Self {
         MemoryEventQueue {
             queue: MemoryQueue::new(capacity),
-            bins: Default::default(),
-            spent_events: AtomicUsize::new(0),
+            spent: Spent::new(capacity),
             ids: None,
         }
     }
@@ -219,9 +224,23 @@ impl MemoryEventQueue {
         self.ids = Some(ReplayIds::random());
         self
     }
+}
+
+/// The origin of events a worker made itself (decoded from a persisted queue's records): it
+/// frees them.
+const WORKER_MADE: u16 = u16::MAX;
+
+impl Spent {
+    fn new(capacity: usize) -> Self {
+        Spent {
+            bins: Default::default(),
+            events: AtomicUsize::new(0),
+            capacity,
+        }
+    }
 
     /// Takes the finished events of the threads sharing `origin`'s bin.
-    fn take_spent(&self, origin: u16) -> Vec<Vec<Event>> {
+    fn take(&self, origin: u16) -> Vec<Vec<Event>> {
         let bin = &self.bins[origin as usize % BINS];
         if !bin.full.load(Ordering::Relaxed) {
             return Vec::new();
@@ -232,18 +251,20 @@ impl MemoryEventQueue {
             std::mem::take(&mut *batches)
         };
         let n: usize = taken.iter().map(Vec::len).sum();
-        self.spent_events.fetch_sub(n, Ordering::Relaxed);
+        self.events.fetch_sub(n, Ordering::Relaxed);
         taken
     }
 
     fn keep(&self, origin: u16, events: Vec<Event>) {
+        if origin == WORKER_MADE {
+            return; // dropped here, by the worker that made them
+        }
         let n = events.len();
-        let capacity = self.queue.capacity();
-        let reserved =
-            self.spent_events
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
-                    (held + n <= capacity).then_some(held + n)
-                });
+        let reserved = self
+            .events
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                (held + n <= self.capacity).then_some(held + n)
+            });
         if reserved.is_err() {
             return; // dropped here, by the worker
         }
@@ -254,20 +275,8 @@ impl MemoryEventQueue {
             .push(events);
         bin.full.store(true, Ordering::Relaxed);
     }
-}
 
-impl EventQueue for MemoryEventQueue {
-    fn push(&self, mut events: Vec<Event>) -> Result<(), Stopped> {
-        let origin = thread_origin();
-        for e in &mut events {
-            e.set_origin(origin);
-        }
-        let result = self.queue.push(events).map_err(|_| Stopped);
-        // This thread's finished events are freed here, outside any lock.
-        drop(self.take_spent(origin));
-        result
-    }
-
+    /// Sorts finished events into the bins of the threads that pushed them.
     fn recycle(&self, mut events: Vec<Event>) {
         while let Some(origin) = events.first().map(Event::origin) {
             // Usually the whole batch came from one push.
@@ -279,6 +288,23 @@ impl EventQueue for MemoryEventQueue {
             let rest = events.split_off(same);
             self.keep(origin, std::mem::replace(&mut events, rest));
         }
+    }
+}
+
+impl EventQueue for MemoryEventQueue {
+    fn push(&self, mut events: Vec<Event>) -> Result<(), Stopped> {
+        let origin = thread_origin();
+        for e in &mut events {
+            e.set_origin(origin);
+        }
+        let result = self.queue.push(events).map_err(|_| Stopped);
+        // This thread's finished events are freed here, outside any lock.
+        drop(self.spent.take(origin));
+        result
+    }
+
+    fn recycle(&self, events: Vec<Event>) {
+        self.spent.recycle(events);
     }
 
     fn read_batch(&self, max: usize, delay: Duration) -> Option<ReadBatch> {
@@ -328,6 +354,8 @@ pub struct PersistedEventQueue {
     /// zstd level of `queue.compression`, when records are compressed.
     level: Option<i32>,
     held: Mutex<Held>,
+    /// Held events handed to readers go back to their pushing thread to be freed.
+    spent: Spent,
 }
 
 impl PersistedEventQueue {
@@ -359,13 +387,15 @@ impl PersistedEventQueue {
                 events: Default::default(),
                 limit: 0,
             }),
+            spent: Spent::new(0),
         })
     }
 
     /// Keeps up to `events` written events in memory for readers that keep up (see
     /// [`Held`]); none by default.
-    pub fn hold_events(self, events: usize) -> Self {
+    pub fn hold_events(mut self, events: usize) -> Self {
         self.held.lock().unwrap_or_else(|p| p.into_inner()).limit = events;
+        self.spent = Spent::new(events);
         self
     }
 
@@ -391,7 +421,9 @@ impl EventQueue for PersistedEventQueue {
         let mut batch = RecordBatch::with_capacity(events.len() * 256, events.len());
         // The events written, in the batch's order, for `held`.
         let mut kept = Vec::with_capacity(events.len());
-        for e in events {
+        let origin = thread_origin();
+        for mut e in events {
+            e.set_origin(origin);
             batch.push_with(|buf| {
                 let start = buf.len();
                 sluice_event::binary::encode(&e, buf);
@@ -427,6 +459,8 @@ impl EventQueue for PersistedEventQueue {
             unheld.extend(kept.by_ref().take(n.saturating_sub(room)));
         });
         drop(unheld);
+        // This thread's finished events are freed here, outside any lock.
+        drop(self.spent.take(origin));
         match pushed {
             Ok(()) => Ok(()),
             Err(QueueError::Closed) => Err(Stopped),
@@ -469,6 +503,7 @@ impl EventQueue for PersistedEventQueue {
                 });
             match decoded {
                 Ok(mut e) => {
+                    e.set_origin(WORKER_MADE);
                     if let Some(ids) = &self.ids {
                         ids.stamp(&mut e, raw.first_seq + i as u64);
                     }
@@ -489,6 +524,10 @@ impl EventQueue for PersistedEventQueue {
 
     fn ack(&self, token: u64) {
         self.queue.ack(token);
+    }
+
+    fn recycle(&self, events: Vec<Event>) {
+        self.spent.recycle(events);
     }
 
     fn close(&self) {
@@ -633,10 +672,15 @@ mod tests {
             );
         }
         assert_eq!(read, expected);
+        // Held events go back to this thread to be freed at its next push; decoded ones are
+        // freed by the worker that made them.
+        q.recycle(read);
+        assert_eq!(q.spent.events.load(Ordering::Relaxed), 4);
         // Readers caught up: the next push is held again.
         let mut expected = made(10..12);
         q.push(expected.clone()).unwrap();
         assert_eq!(held_seqs(&q), vec![10, 11]);
+        assert_eq!(q.spent.events.load(Ordering::Relaxed), 0);
         let batch = q.read_batch(10, Duration::ZERO).unwrap();
         for (i, e) in expected.iter_mut().enumerate() {
             q.ids.as_ref().unwrap().stamp(e, 10 + i as u64);
@@ -661,8 +705,9 @@ mod tests {
 
     /// Events held for freeing, checked against the bins' contents.
     fn held(q: &MemoryEventQueue) -> usize {
-        let held = q.spent_events.load(Ordering::Relaxed);
+        let held = q.spent.events.load(Ordering::Relaxed);
         let binned: usize = q
+            .spent
             .bins
             .iter()
             .map(|b| {
