@@ -8,9 +8,10 @@
 //! Events are freed where they were made when that is cheap to arrange: a queue marks each
 //! pushed event with its thread's number, a worker of a pipeline without filters hands the
 //! queue its finished events ([`EventQueue::recycle`]), and the thread that pushed them frees
-//! them at its next push (a persisted queue's decoded events are the worker's own). An allocator frees memory from another thread through a slow
-//! path, and the memory then has to move back to the allocating core; for an input that makes
-//! events as fast as it can, that was a third of its time
+//! them at its next push (a persisted queue's decoded events are the worker's own). An
+//! allocator frees memory from another thread through a slow path, and the memory then has to
+//! move back to the allocating core; for an input that makes events as fast as it can, that
+//! was a third of its time
 //! (`crates/plugins/examples/decode_bench.rs`). With filters, most of an event's memory is
 //! allocated by the worker (grok's fields, geoip's...), so the worker frees it.
 
@@ -394,7 +395,7 @@ impl PersistedEventQueue {
     /// Keeps up to `events` written events in memory for readers that keep up (see
     /// [`Held`]); none by default.
     pub fn hold_events(mut self, events: usize) -> Self {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).limit = events;
+        self.held.get_mut().unwrap_or_else(|p| p.into_inner()).limit = events;
         self.spent = Spent::new(events);
         self
     }
@@ -505,12 +506,12 @@ impl EventQueue for PersistedEventQueue {
                 Ok(mut e) => {
                     e.set_origin(WORKER_MADE);
                     if let Some(ids) = &self.ids {
-                        ids.stamp(&mut e, raw.first_seq + i as u64);
+                        ids.stamp(&mut e, seq);
                     }
                     events.push(e)
                 }
                 Err(err) => tracing::error!(
-                    sequence = raw.first_seq + i as u64,
+                    sequence = seq,
                     error = %err,
                     "queued event cannot be decoded; skipping it"
                 ),
