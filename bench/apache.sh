@@ -15,7 +15,7 @@ DIR=${2:-target/bench-apache}
 apache_lines "$N" "$DIR"
 BIN=$PWD/target/release/sluice
 DIR=$(cd "$DIR" && pwd)
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $N lines"
+machine "$N lines"
 
 settings() { # dir queue-type
   mkdir -p "$1"

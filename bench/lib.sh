@@ -1,7 +1,9 @@
 # Helpers the benchmark scripts share: `source "$(dirname "$0")/lib.sh"`.
 
-# The machine line every result table starts from.
-machine() { echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
+# The machine line every result table starts from; arguments, if any, follow after "; ".
+machine() {
+  echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)${*:+; $*}"
+}
 
 # The median of the numbers on stdin (space- or newline-separated).
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }

@@ -17,7 +17,7 @@ DIR=${2:-target/bench-compression}
 apache_lines "$N" "$DIR"
 BIN=$PWD/target/release/sluice
 DIR=$(cd "$DIR" && pwd)
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $(date -u +%Y-%m-%d); $N lines of ../shared/data/apache_logs ($(wc -c < "$DIR/in.log") bytes)"
+machine "$(date -u +%Y-%m-%d); $N lines of ../shared/data/apache_logs ($(wc -c < "$DIR/in.log") bytes)"
 
 settings() { # dir queue-type compression
   rm -rf "$1"; mkdir -p "$1"
