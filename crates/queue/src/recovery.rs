@@ -1,11 +1,11 @@
 //! Opening a queue directory after a stop or a crash: a [`survey`] at [`Depth::Open`], then
 //! the few changes it calls for, none of which needs new disk space (so a queue opens on a full
-//! disk): torn tails are cut, leftovers removed, and records found after the last checkpoint
+//! disk): torn tails are cut, leftovers (and spare pages) removed, and records found after the last checkpoint
 //! synced (the next checkpoint will vouch for them). Every finding is logged, losses as errors
 //! with their counts and sequences.
 
 use crate::error::{Context, QueueError};
-use crate::page::page_name;
+use crate::page::{list_numbered, page_name, spare_name, SPARE_PREFIX};
 use crate::storage::Storage;
 use crate::survey::{survey, Depth, Finding, Survey};
 
@@ -16,7 +16,14 @@ pub fn recover(storage: &dyn Storage) -> Result<Survey, QueueError> {
         location: storage.describe(),
         source,
     };
-    for name in &found.removals {
+    // Spare pages a crash left (a graceful stop removes them) are not kept across runs.
+    let spares: Vec<String> = list_numbered(storage, SPARE_PREFIX)
+        .context(|| "listing the queue directory".into())
+        .map_err(fail)?
+        .into_iter()
+        .map(spare_name)
+        .collect();
+    for name in spares.iter().chain(&found.removals) {
         storage
             .remove(name)
             .context(|| format!("removing {name}"))

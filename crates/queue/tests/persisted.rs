@@ -627,3 +627,108 @@ fn a_woken_reader_returns_an_empty_batch_that_acks_nothing() {
     push(&q, 3..5);
     assert_eq!(drain(&q, true), names(3..5));
 }
+
+/// Names of the spare page files in the directory.
+fn spares(s: &SimStorage) -> Vec<String> {
+    let mut names = s.names();
+    names.retain(|n| n.starts_with("spare."));
+    names
+}
+
+/// Waits (at most ten seconds) for the flusher to have kept an acked page as a spare.
+fn wait_for_spare(s: &SimStorage) -> String {
+    for _ in 0..1000 {
+        if let Some(name) = spares(s).pop() {
+            return name;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no spare page after ten seconds: {:?}", s.names());
+}
+
+#[test]
+fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are_never_read() {
+    let s = SimStorage::new();
+    let c = QueueConfig {
+        checkpoint_writes: 1_000_000,
+        checkpoint_acks: 1_000_000,
+        ..cfg()
+    };
+    let q = open(&s, c.clone());
+    // Page 1 fills and rolls over; once its records are acked it is kept as a spare.
+    push(&q, 0..60);
+    assert!(page_count(&s) >= 2);
+    assert_eq!(drain(&q, true), names(0..60));
+    let spare = wait_for_spare(&s);
+    let spare_len = s.file_bytes(&spare).unwrap().len();
+    // The next page the writer needs is the spare, renamed, with its old records after the
+    // new header.
+    let before = sluice_queue::page::list_pages(&s).unwrap();
+    while sluice_queue::page::list_pages(&s).unwrap().last() == before.last() {
+        push(&q, 1000..1001);
+    }
+    let head = *sluice_queue::page::list_pages(&s).unwrap().last().unwrap();
+    assert!(!s.names().contains(&spare), "{spare} was not reused");
+    let head_bytes = s.file_bytes(&format!("page.{head}")).unwrap();
+    assert_eq!(
+        head_bytes.len(),
+        spare_len,
+        "the head page is the spare's file"
+    );
+    let expect: Vec<String> = (0..q.stats().unread_events)
+        .map(|_| "event-01000".to_owned())
+        .collect();
+    assert_eq!(drain(&q, false), expect, "old records read back");
+
+    // A killed process: the restart finds the new records and cuts the old ones, losing
+    // nothing and replaying nothing twice.
+    push(&q, 2000..2003);
+    let after = s.after_kill();
+    std::mem::forget(q);
+    let q = open(&after, c.clone());
+    let got = drain(&q, true);
+    assert_eq!(q.stats().lost_events, 0);
+    assert!(got.ends_with(&names(2000..2003)), "{got:?}");
+    assert!(
+        got.iter()
+            .all(|n| n == "event-01000" || n.starts_with("event-020")),
+        "{got:?}"
+    );
+    assert!(spares(&after).is_empty(), "spares are removed at start-up");
+    let head_len = after.file_bytes(&format!("page.{head}")).unwrap().len();
+    assert!(head_len < spare_len, "the old records were not cut");
+    q.shutdown();
+
+    // A graceful stop cuts a recycled head page to its records, removes the spares, and the
+    // next start goes on in that page.
+    let s = after;
+    let q = open(&s, c.clone());
+    push(&q, 0..60);
+    assert_eq!(drain(&q, true).len(), 60);
+    wait_for_spare(&s);
+    let before = sluice_queue::page::list_pages(&s).unwrap();
+    while sluice_queue::page::list_pages(&s).unwrap().last() == before.last() {
+        push(&q, 3000..3001);
+    }
+    let head = *sluice_queue::page::list_pages(&s).unwrap().last().unwrap();
+    push(&q, 4000..4001);
+    let bytes = q.stats().pages.last().unwrap().bytes;
+    assert!(s.file_bytes(&format!("page.{head}")).unwrap().len() as u64 > bytes);
+    q.shutdown();
+    assert!(spares(&s).is_empty(), "{:?}", s.names());
+    let len = s.file_bytes(&format!("page.{head}")).unwrap().len() as u64;
+    assert_eq!(len, bytes, "the stop did not cut the old records");
+    let q = open(&s, c);
+    let pages = q.stats().pages;
+    assert_eq!(
+        pages.last().unwrap().num,
+        head,
+        "a new head page after a graceful stop"
+    );
+    let got = drain(&q, true);
+    assert_eq!(got.last().unwrap(), "event-04000");
+    assert!(
+        got.iter().all(|n| n == "event-03000" || n == "event-04000"),
+        "{got:?}"
+    );
+}

@@ -1,5 +1,6 @@
 //! The flusher thread: one sync round for everyone waiting (group commit), then the
-//! checkpoint, then the deletion of pages the checkpoint no longer lists. In that order, so
+//! checkpoint, then the deletion of pages the checkpoint no longer lists (or their renaming
+//! to spares, which the writer makes its next head pages). In that order, so
 //! that what a checkpoint vouches for is on disk before it, and a page is gone only once no
 //! durable checkpoint needs it.
 //!
@@ -11,9 +12,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{lock, Inner, PageState};
+use super::{lock, Inner, PageState, MAX_SPARES};
 use crate::format::Checkpoint;
-use crate::page::page_name;
+use crate::page::{page_name, spare_name};
 use crate::repeated::Repeated;
 use crate::storage::QueueFile;
 
@@ -116,11 +117,48 @@ impl Inner {
             }
             checkpoint_errors.succeeded();
             retry_delay = Duration::from_millis(100);
-            self.delete_pages(&deletes);
+            let deletes = match stopping {
+                true => &deletes[..],
+                false => self.keep_spares(&deletes),
+            };
+            self.delete_pages(deletes);
             if stopping {
                 return;
             }
         }
+    }
+
+    /// Renames the newest of `nums` (pages no durable checkpoint lists) to spares, up to
+    /// [`MAX_SPARES`], and syncs the directory, so that a spare handed to the writer is one
+    /// after a crash too (never a stray `page.<N>` holding another page's header). Returns
+    /// the pages left to delete.
+    fn keep_spares<'a>(&self, nums: &'a [u64]) -> &'a [u64] {
+        let room = MAX_SPARES.saturating_sub(lock(&self.state).spares.len());
+        let keep = room.min(nums.len());
+        if keep == 0 {
+            return nums;
+        }
+        let (rest, newest) = nums.split_at(nums.len() - keep);
+        let mut spared = Vec::new();
+        for &num in newest {
+            match self.storage.rename(&page_name(num), &spare_name(num)) {
+                Ok(()) => spared.push(spare_name(num)),
+                Err(e) => {
+                    tracing::debug!(page = num, error = %e, "keeping an acked queue page as a spare failed; deleting it");
+                    self.delete_pages(&[num]);
+                }
+            }
+        }
+        if spared.is_empty() {
+            return rest;
+        }
+        if let Err(e) = self.storage.sync_dir() {
+            tracing::debug!(error = %e, "syncing the queue directory failed; spares are deleted");
+            self.remove_spares(&spared);
+            return rest;
+        }
+        lock(&self.state).spares.extend(spared);
+        rest
     }
 
     fn delete_pages(&self, nums: &[u64]) {

@@ -28,6 +28,11 @@ use crate::checkpoint::CheckpointStore;
 use crate::error::{is_disk_full, Context, QueueError, StorageError};
 use crate::format::{Checkpoint, PageCheckpoint, PAGE_HEADER_LEN, RECORD_HEADER_LEN};
 use crate::page::{create_page, page_name};
+
+/// Spare page files kept for reuse: one is enough for a queue whose readers keep up (a page
+/// is acked and spared about when the head page fills), and bounds the disk space used
+/// beyond `queue.max_bytes` by one page.
+const MAX_SPARES: usize = 1;
 use crate::repeated::Repeated;
 use crate::scan::RecordCursor;
 use crate::storage::{QueueFile, Storage};
@@ -156,6 +161,8 @@ struct State {
     acks_since_checkpoint: u64,
     unsynced_files: Vec<Arc<dyn QueueFile>>,
     pending_delete: Vec<u64>,
+    /// Spare page files (see [`crate::page::reuse_spare`]), at most [`MAX_SPARES`].
+    spares: Vec<String>,
     batches: HashMap<u64, BatchInfo>,
     next_token: u64,
     failed: Option<String>,
@@ -227,9 +234,16 @@ impl Inner {
                     log.get_or_insert_with(|| Repeated::new(what()))
                         .failed(&e, "retrying (writers wait, nothing queued is lost)");
                     // Woken early by acks (which may free space) and by close.
-                    let st = lock(&self.state);
+                    let mut st = lock(&self.state);
                     if st.closed {
                         return Err(QueueError::Closed);
+                    }
+                    if !st.spares.is_empty() {
+                        // Spare pages give their space back first.
+                        let spares = std::mem::take(&mut st.spares);
+                        drop(st);
+                        self.remove_spares(&spares);
+                        continue;
                     }
                     drop(self.changed.wait_timeout(st, delay));
                     delay = (delay * 2).min(Duration::from_secs(1));
@@ -313,6 +327,7 @@ impl PersistedQueue {
                     file,
                     num: p.num,
                     offset: p.bytes,
+                    end: len,
                 });
             }
         }
@@ -330,6 +345,7 @@ impl PersistedQueue {
                         file,
                         num: next_page,
                         offset: PAGE_HEADER_LEN as u64,
+                        end: PAGE_HEADER_LEN as u64,
                     });
                     next_page += 1;
                 }
@@ -382,6 +398,7 @@ impl PersistedQueue {
                 acks_since_checkpoint: 0,
                 unsynced_files: Vec::new(),
                 pending_delete: recovered.stale,
+                spares: Vec::new(),
                 batches: HashMap::new(),
                 next_token: 1,
                 failed: None,
@@ -477,6 +494,23 @@ impl PersistedQueue {
         if let Some(h) = lock(&self.flusher).take() {
             let _ = h.join();
         }
+        // A head page made from a spare ends where its records do, so the next start goes
+        // on in it without scanning old records; spares are not kept across runs.
+        if let Some(head) = lock(&inner.write).head_mut() {
+            let num = head.num;
+            let cut = head.cut_spare_tail().and_then(|cut| match cut {
+                true => head
+                    .file
+                    .sync()
+                    .context(|| format!("syncing queue page {num}")),
+                false => Ok(()),
+            });
+            if let Err(e) = cut {
+                tracing::warn!(queue = %inner.storage.describe(), error = %e, "the next start cuts the old records of the head page");
+            }
+        }
+        let spares = std::mem::take(&mut lock(&inner.state).spares);
+        inner.remove_spares(&spares);
     }
 
     pub fn stats(&self) -> QueueStats {
@@ -500,6 +534,14 @@ impl Drop for PersistedQueue {
 }
 
 impl Inner {
+    fn remove_spares(&self, names: &[String]) {
+        for name in names {
+            if let Err(e) = self.storage.remove(name) {
+                tracing::warn!(file = %name, error = %e, "removing a spare queue page failed; it is removed at the next start");
+            }
+        }
+    }
+
     fn request_flush(&self, st: &mut State) {
         st.flush_requested = true;
         self.flush_wanted.notify_one();

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::{lock, Inner, PageState};
 use crate::error::{Context, QueueError};
 use crate::format::{PageCheckpoint, RecordBatch, PAGE_HEADER_LEN, RECORD_HEADER_LEN};
-use crate::page::create_page;
+use crate::page::{create_page, reuse_spare};
 use crate::storage::QueueFile;
 
 /// The page being appended to.
@@ -25,6 +25,26 @@ pub(super) struct Head {
     pub num: u64,
     /// Where the next record goes.
     pub offset: u64,
+    /// The file's length when it became the head page: a page made from a spare holds old
+    /// records up to here, cut off when the page stops being the head.
+    pub end: u64,
+}
+
+impl Head {
+    /// Cuts the old records a page made from a spare still holds after the new ones, so that
+    /// a tail page (and the head page after a graceful stop) ends where its records do.
+    /// Returns whether there were any.
+    pub fn cut_spare_tail(&mut self) -> Result<bool, crate::error::StorageError> {
+        if self.end <= self.offset {
+            return Ok(false);
+        }
+        let num = self.num;
+        self.file
+            .set_len(self.offset)
+            .context(|| format!("cutting queue page {num} to its records"))?;
+        self.end = self.offset;
+        Ok(true)
+    }
 }
 
 pub(super) struct Writer {
@@ -41,6 +61,12 @@ impl Writer {
             next_page,
             next_seq,
         }
+    }
+}
+
+impl Writer {
+    pub fn head_mut(&mut self) -> Option<&mut Head> {
+        self.head.as_mut()
     }
 }
 
@@ -79,6 +105,11 @@ impl Inner {
             }
             if j == i {
                 // The head page is full: it becomes a tail page, synced by the flusher.
+                let head = w.head.as_mut().expect("checked above");
+                let num = head.num;
+                self.retry_while_full(&|| format!("cutting queue page {num}"), || {
+                    head.cut_spare_tail()
+                })?;
                 let old = w.head.take().expect("checked above");
                 let mut st = lock(&self.state);
                 st.unsynced_files.push(old.file);
@@ -171,18 +202,40 @@ impl Inner {
         }
     }
 
-    /// Creates the next head page, waiting for disk space if need be.
+    /// Makes the next head page from a spare, or creates it (waiting for disk space if need
+    /// be).
     fn start_page(&self, w: &mut Writer) -> Result<(), QueueError> {
         let (num, first_seq) = (w.next_page, w.next_seq);
-        let file = self.retry_while_full(&|| format!("creating queue page {num}"), || {
-            create_page(self.storage.as_ref(), num, first_seq)
-                .context(|| format!("creating queue page {num}"))
-        })?;
+        let spare = lock(&self.state).spares.pop();
+        let reused = spare.and_then(|name| {
+            let made = reuse_spare(self.storage.as_ref(), &name, num, first_seq)
+                .and_then(|file| Ok((file.len()?, file)));
+            match made {
+                Ok(made) => Some(made),
+                Err(e) => {
+                    tracing::debug!(spare = %name, error = %e, "reusing a spare queue page failed; creating a new one");
+                    let _ = self.storage.remove(&name);
+                    None
+                }
+            }
+        });
+        let (end, file) = match reused {
+            Some(made) => made,
+            None => {
+                let file =
+                    self.retry_while_full(&|| format!("creating queue page {num}"), || {
+                        create_page(self.storage.as_ref(), num, first_seq)
+                            .context(|| format!("creating queue page {num}"))
+                    })?;
+                (PAGE_HEADER_LEN as u64, file)
+            }
+        };
         w.next_page += 1;
         w.head = Some(Head {
             file: Arc::clone(&file),
             num,
             offset: PAGE_HEADER_LEN as u64,
+            end,
         });
         let mut st = lock(&self.state);
         let entry = PageCheckpoint::empty(num, first_seq);
