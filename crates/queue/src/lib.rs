@@ -52,10 +52,10 @@
 //! 1. A pushed record is in its page file when `push` returns: a killed process loses
 //!    nothing. — `model` (kill operations), `killed_process_loses_nothing_pushed`, binary
 //!    `sigkill_loses_nothing_and_sigterm_duplicates_nothing`.
-//! 2. With `queue.checkpoint.writes = N`, a push that leaves N or more records unsynced returns
-//!    only after an fsync covers it; one fsync serves every waiting writer (group commit), so
-//!    `N = 1` makes every push durable (Vector #22489: acking the source before the data is
-//!    durable). — `power_loss_at_every_write_boundary*`,
+//! 2. With `queue.checkpoint.writes = N`, a push returns only with fewer than N records
+//!    unsynced: a power loss can take at most the last N - 1 records of returned pushes. One
+//!    fsync serves every waiting writer (group commit), so `N = 1` makes every push durable
+//!    (Vector #22489: acking the source before the data is durable). — `power_loss_at_every_write_boundary*`,
 //!    `group_commit_shares_syncs_among_concurrent_writers`.
 //! 3. A page file, its header and its directory entry are synced before any record goes in it
 //!    (Logstash #12040: "expected version 2, found 0" after a power loss). — power-loss tests

@@ -2,10 +2,13 @@
 //! spans, under the `write` lock, then published in `state` for readers.
 //!
 //! Durability: a push returns once its records are in the page file (so a killed process
-//! loses nothing). With `checkpoint.writes = N`, the push that leaves N or more records
-//! unsynced waits until a sync covers it; the flusher syncs for every waiting writer at once
-//! (group commit), so `N = 1` costs one fsync per *round*, not per writer. A push that leaves
-//! N/2 unsynced asks for a sync without waiting, so writers rarely reach N.
+//! loses nothing). With `checkpoint.writes = N`, a push returns only with fewer than N
+//! records unsynced (at most the last N - 1 records of returned pushes can be lost to a power
+//! loss): the push that would leave N or more waits until a sync brings them below N; the
+//! flusher syncs for every waiting writer at once (group commit), so `N = 1` costs one fsync
+//! per *round*, not per writer. A push that leaves N/2 unsynced asks for a sync without
+//! waiting, so a writer that reaches N usually waits only for the rest of that round, not
+//! for a round of its own.
 //!
 //! A full disk: the write (or the creation of the next page) is retried with back-off while
 //! the writer holds the `write` lock, so other writers queue behind it; readers and acks go
@@ -156,7 +159,7 @@ impl Inner {
         }
         if unsynced >= limit {
             self.request_flush(&mut st);
-            while st.synced_seq < end_seq {
+            while end_seq.saturating_sub(st.synced_seq) >= limit {
                 if let Some(f) = &st.failed {
                     return Err(QueueError::Failed(f.clone()));
                 }
