@@ -49,7 +49,7 @@ fn encode_header(num: u64, first_seq: u64) -> [u8; SEGMENT_HEADER_LEN as usize] 
     b[4..8].copy_from_slice(&1u32.to_le_bytes());
     b[8..16].copy_from_slice(&num.to_le_bytes());
     b[16..24].copy_from_slice(&first_seq.to_le_bytes());
-    let crc = crc32c::crc32c(&b[0..24]);
+    let crc = crate::format::crc32c(&b[0..24]);
     b[24..28].copy_from_slice(&crc.to_le_bytes());
     b
 }
@@ -59,7 +59,7 @@ fn decode_header(b: &[u8]) -> Option<(u64, u64)> {
     if b.len() < SEGMENT_HEADER_LEN as usize
         || &b[0..4] != SEGMENT_MAGIC
         || u32_at(b, 4) != 1
-        || crc32c::crc32c(&b[0..24]) != u32_at(b, 24)
+        || crate::format::crc32c(&b[0..24]) != u32_at(b, 24)
     {
         return None;
     }
