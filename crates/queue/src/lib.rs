@@ -25,6 +25,8 @@
 //! - `checkpoint`: two slots, each a checksummed, generation-numbered list of the pages with,
 //!   per page, its record count and byte length (a durable prefix) and its first unacked
 //!   record. Rewritten in place, the two slots alternately.
+//! - `spare.<N>`: a page whose records were all acked, kept to be written over as the next
+//!   page ([`page::reuse_spare`]); at most one, removed at a graceful stop and at start-up.
 //! - `.lock`: held by the process that has the queue open ([`storage::lock_dir`]).
 //!
 //! # Limits
@@ -42,7 +44,8 @@
 //! `queue.checkpoint.writes` records, which the flusher does for every waiting writer at once.
 //! [`persisted::reader`]: workers read batches in sequence order through a
 //! [`scan::RecordCursor`] and ack them in any order ([`ackset`]). [`persisted::flusher`]: syncs,
-//! then writes the checkpoint, then deletes pages whose records are all acked.
+//! then writes the checkpoint, then deletes pages whose records are all acked (or keeps one as
+//! a spare).
 //!
 //! # What is durable when, and what recovery trusts
 //!
