@@ -91,6 +91,41 @@ pub enum Command {
         #[command(subcommand)]
         action: QueueAction,
     },
+    /// Run pipeline unit tests: logstash-filter-verifier's test-case files (JSON or YAML),
+    /// in-process. Exits 1 when a test fails.
+    Test(TestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// The config under test (file, directory or glob); with --pipelines, the directory its
+    /// relative path.config entries start from (default: the pipelines file's directory).
+    #[arg(long = "config", short = 'f', value_name = "PATH")]
+    pub config: Option<String>,
+
+    /// A pipelines.yml: several pipelines, linked by pipeline inputs and outputs.
+    #[arg(long = "pipelines", value_name = "FILE")]
+    pub pipelines: Option<std::path::PathBuf>,
+
+    /// LFV's plugin mocks: a YAML list of `{id, mock}` (an empty mock removes the plugin).
+    #[arg(long = "mock", value_name = "FILE")]
+    pub mock: Option<std::path::PathBuf>,
+
+    /// Name plugins that have no `id` (otherwise they are an error, as in LFV).
+    #[arg(long = "add-missing-id")]
+    pub add_missing_id: bool,
+
+    /// Keep LFV's bookkeeping in the events: `__lfv_id`, `__lfv_out_passed`, `__lfv_` tags.
+    #[arg(long = "debug")]
+    pub debug: bool,
+
+    /// Also write the results as JUnit XML to this file.
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<std::path::PathBuf>,
+
+    /// Test-case files, or directories of them (*.json, *.yaml, *.yml).
+    #[arg(required = true, value_name = "TESTCASES")]
+    pub testcases: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,13 +3,15 @@
 //! `sluice -f pipeline.conf` (or `-e '...'`) loads the config, builds every plugin (so a bad
 //! option fails before anything runs), starts the pipeline and runs until its inputs finish or
 //! a signal arrives; then it drains the queue and exits 0. `sluice config parse` prints the
-//! parsed config as JSON; `-t` checks a config and exits.
+//! parsed config as JSON; `-t` checks a config and exits; `sluice test` runs pipeline unit
+//! tests ([`verify`]).
 
 mod agent;
 mod cli;
 mod log;
 mod run;
 mod shutdown;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -27,6 +29,13 @@ fn main() -> ExitCode {
                 ..Default::default()
             });
             run::queue_tool(action)
+        }
+        Some(cli::Command::Test(t)) => {
+            let _ = log::init(&log::LogOptions {
+                level: Some(args.log_level.as_deref().unwrap_or("warn")),
+                ..Default::default()
+            });
+            verify::test_command(t)
         }
         None => run::run(&args),
     };

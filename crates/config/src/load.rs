@@ -1,6 +1,6 @@
 //! Finding and reading config files, like Logstash's `path.config`: a file, a directory
 //! (its files, not recursive, in lexical order) or a glob pattern (`*`, `?`, `[...]`,
-//! `{a,b}`; as Ruby's `Dir.glob`, wildcards do not match names starting with a dot).
+//! `{a,b}`, `**/` for any depth of directories; as Ruby's `Dir.glob`, wildcards do not match names starting with a dot).
 //! Files whose name ends with `~` (editor backups) are skipped, as Logstash does; a leading
 //! `file://` and `~/` are understood.
 
@@ -105,6 +105,22 @@ fn walk(base: PathBuf, components: &[&str], out: &mut Vec<PathBuf>) {
         }
         return;
     };
+    if *first == "**" {
+        // As Ruby's `Dir.glob`: any number of directories, none included (not hidden ones).
+        walk(base.clone(), rest, out);
+        let dir = if base.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            base.clone()
+        };
+        for name in read_dir_names(&dir).unwrap_or_default() {
+            let sub = base.join(&name);
+            if !name.starts_with('.') && sub.is_dir() {
+                walk(sub, components, out);
+            }
+        }
+        return;
+    }
     if !has_glob_chars(first) {
         walk(base.join(first), rest, out);
         return;

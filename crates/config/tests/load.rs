@@ -80,6 +80,18 @@ fn glob_patterns() {
     assert_eq!(got("{10,30}-*.conf"), ["10-input.conf", "30-output.conf"]);
     assert_eq!(got("s*/*.conf"), ["40.conf"]);
     assert_eq!(got(".h*"), [".hidden.conf"]);
+    // `**/` is any number of directories, none included (LFV's pipelines use `main/**/*.conf`).
+    assert_eq!(
+        got("**/*.conf"),
+        [
+            "10-input.conf",
+            "20-filter.conf",
+            "30-output.conf",
+            "Z.conf",
+            "40.conf"
+        ]
+    );
+    assert_eq!(got("**/40.conf"), ["40.conf"]);
     assert!(matches!(
         load_path(&format!("{d}/*.yml")),
         Err(LoadError::NoFiles(_))

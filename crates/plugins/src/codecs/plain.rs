@@ -41,6 +41,12 @@ impl Codec for Plain {
         }
     }
 
+    /// A line is an event even when empty (a blank line of a file, as in Logstash; an empty
+    /// test line of `sluice test`).
+    fn decode_line(&mut self, line: &[u8], out: &mut Vec<Event>) {
+        out.push(text_event(self.charset.decode(line).into_owned(), self.ecs));
+    }
+
     fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
         format_event(self.format.as_ref(), event, out);
     }

@@ -1,0 +1,380 @@
+//! Test-case files in logstash-filter-verifier's (LFV) format, JSON or YAML: which input the
+//! events enter through, the lines fed to it, the fields given to every event, the fields to
+//! ignore, and the events expected out.
+//!
+//! ```json
+//! { "input_plugin": "stdin", "fields": { "type": "syslog" }, "ignore": ["@timestamp"],
+//!   "export_metadata": false, "export_outputs": false, "codec": "line",
+//!   "testcases": [ { "description": "...", "input": ["a line"], "fields": {},
+//!                    "expected": [ { "message": "a line", "type": "syslog" } ] } ] }
+//! ```
+//!
+//! As LFV does: `fields` keys written as field references (`[a][b]`) become nested objects,
+//! other keys are taken as they are; a test case's `fields` replace the file's, key by key;
+//! a test case without `input` feeds one placeholder line whose `message` is removed, so that
+//! its event carries only the fields.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// The line fed for a test case without input; its event's `message` is removed.
+pub const DUMMY_LINE: &str = "__lfv_dummy_event";
+
+/// One test-case file.
+#[derive(Debug)]
+pub struct TestFile {
+    /// The file's name, as reports name it.
+    pub name: String,
+    pub input_plugin: String,
+    /// `codec`: `json_lines` makes input lines' field references nested (LFV); the codec that
+    /// decodes the lines is the input's own.
+    pub codec: String,
+    pub ignore: Vec<String>,
+    pub export_metadata: bool,
+    pub export_outputs: bool,
+    pub cases: Vec<Case>,
+}
+
+#[derive(Debug)]
+pub struct Case {
+    pub description: Option<String>,
+    pub lines: Vec<String>,
+    /// The file's `fields` with this case's over them.
+    pub fields: Map<String, Value>,
+    pub expected: Vec<Value>,
+}
+
+const FILE_KEYS: &[&str] = &[
+    "input_plugin",
+    "codec",
+    "ignore",
+    "fields",
+    "export_metadata",
+    "export_outputs",
+    "testcases",
+];
+const CASE_KEYS: &[&str] = &["description", "input", "fields", "expected"];
+
+/// The test-case files named: files as given, directories' `*.json`, `*.yaml` and `*.yml`
+/// files (not recursive), each list in name order.
+pub fn find(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let entries =
+                std::fs::read_dir(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| {
+                    f.is_file()
+                        && matches!(
+                            f.extension().and_then(|x| x.to_str()),
+                            Some("json" | "yaml" | "yml")
+                        )
+                })
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Err(format!(
+                    "{}: no test-case files (*.json, *.yaml, *.yml)",
+                    p.display()
+                ));
+            }
+            out.extend(files);
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            return Err(format!(
+                "{}: no such test-case file or directory",
+                p.display()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads and checks one test-case file.
+pub fn load(path: &Path) -> Result<TestFile, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let at = |msg: String| format!("{}: {msg}", path.display());
+    let doc = match path.extension().and_then(|x| x.to_str()) {
+        Some("yaml" | "yml") => yaml_to_json(&text).map_err(at)?,
+        _ => serde_json::from_str(&text).map_err(|e| at(format!("invalid JSON: {e}")))?,
+    };
+    let Value::Object(doc) = doc else {
+        return Err(at("expected an object of test-case settings".into()));
+    };
+    parse(path, doc).map_err(at)
+}
+
+fn parse(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
+    for key in doc.keys() {
+        if key == "input" || key == "expected" {
+            return Err(format!(
+                "top-level {key:?} is the old format: put inputs and expected events in \"testcases\""
+            ));
+        }
+        if !FILE_KEYS.contains(&key.as_str()) {
+            return Err(format!(
+                "unknown key {key:?} (known: {})",
+                FILE_KEYS.join(", ")
+            ));
+        }
+    }
+    let string = |key: &str| -> Result<Option<String>, String> {
+        match doc.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("{key:?} must be a string, not {other}")),
+        }
+    };
+    let flag = |key: &str| -> Result<bool, String> {
+        match doc.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(format!("{key:?} must be true or false, not {other}")),
+        }
+    };
+    let input_plugin = string("input_plugin")?.unwrap_or_default();
+    if input_plugin.is_empty() {
+        return Err(
+            "\"input_plugin\" is required: the id of the input the events enter through".to_owned(),
+        );
+    }
+    let ignore = match doc.get("ignore") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(format!("\"ignore\" lists field names, not {other}")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => Err(format!("\"ignore\" must be a list, not {other}"))?,
+    };
+    let global = match doc.get("fields") {
+        None => Map::new(),
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                if let Value::Array(items) = v {
+                    if items.iter().any(Value::is_object) {
+                        return Err(format!(
+                            "fields: {k:?} holds objects inside a list, which are not supported"
+                        ));
+                    }
+                }
+            }
+            expand(m)
+        }
+        Some(other) => Err(format!("\"fields\" must be an object, not {other}"))?,
+    };
+    let mut cases = Vec::new();
+    match doc.get("testcases") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let Value::Object(c) = item else {
+                    return Err(format!("testcases[{i}] must be an object"));
+                };
+                cases.push(parse_case(c, &global).map_err(|e| format!("testcases[{i}]: {e}"))?);
+            }
+        }
+        Some(other) => Err(format!("\"testcases\" must be a list, not {other}"))?,
+    }
+    Ok(TestFile {
+        name: path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        ),
+        input_plugin,
+        codec: string("codec")?.unwrap_or_else(|| "line".to_owned()),
+        ignore,
+        export_metadata: flag("export_metadata")?,
+        export_outputs: flag("export_outputs")?,
+        cases,
+    })
+}
+
+fn parse_case(c: &Map<String, Value>, global: &Map<String, Value>) -> Result<Case, String> {
+    if let Some(key) = c.keys().find(|k| !CASE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key {key:?} (known: {})",
+            CASE_KEYS.join(", ")
+        ));
+    }
+    let lines = match c.get("input") {
+        None | Some(Value::Null) => vec![DUMMY_LINE.to_owned()],
+        Some(Value::Array(items)) if items.is_empty() => vec![DUMMY_LINE.to_owned()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(format!("\"input\" lists lines (strings), not {other}")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => Err(format!("\"input\" must be a list of lines, not {other}"))?,
+    };
+    let mut fields = global.clone();
+    match c.get("fields") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in expand(m) {
+                fields.insert(k, v);
+            }
+        }
+        Some(other) => Err(format!("\"fields\" must be an object, not {other}"))?,
+    }
+    let expected = match c.get("expected") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => {
+            for (i, e) in items.iter().enumerate() {
+                if !e.is_object() {
+                    return Err(format!("expected[{i}] must be an object (an event)"));
+                }
+            }
+            items.clone()
+        }
+        Some(other) => Err(format!(
+            "\"expected\" must be a list of events, not {other}"
+        ))?,
+    };
+    let description = match c.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    };
+    Ok(Case {
+        description,
+        lines,
+        fields,
+        expected,
+    })
+}
+
+/// The parts of a field reference written wholly in brackets (`[a][b]` → `a`, `b`).
+pub fn bracket_parts(key: &str) -> Option<Vec<&str>> {
+    let mut rest = key;
+    let mut parts = Vec::new();
+    while !rest.is_empty() {
+        let inner = rest.strip_prefix('[')?;
+        let end = inner.find(']')?;
+        let part = &inner[..end];
+        if part.is_empty() || part.contains(['[', ',']) {
+            return None;
+        }
+        parts.push(part);
+        rest = &inner[end + 1..];
+    }
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// Makes keys written as field references nested objects, merging those that share a parent.
+pub fn expand(m: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, v) in m {
+        match bracket_parts(k) {
+            Some(parts) => insert_path(&mut out, &parts, v.clone()),
+            None => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out
+}
+
+fn insert_path(m: &mut Map<String, Value>, parts: &[&str], v: Value) {
+    let (first, rest) = parts.split_first().expect("at least one part");
+    if rest.is_empty() {
+        m.insert((*first).to_owned(), v);
+        return;
+    }
+    let slot = m
+        .entry((*first).to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    if let Value::Object(inner) = slot {
+        insert_path(inner, rest, v);
+    }
+}
+
+/// A YAML document as JSON. libyaml's grammar (through `serde_norway`), as lenient as the
+/// go-yaml LFV reads test files with: a flow list closed at its key's indentation is fine.
+pub fn yaml_to_json(text: &str) -> Result<Value, String> {
+    serde_norway::from_str(text).map_err(|e| format!("invalid YAML: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn field_references_become_nested_and_other_keys_stay() {
+        let m = json!({"[a][b]": 1, "[a][c]": 2, "d.e": 3, "[x": 4, "[]": 5});
+        let Value::Object(m) = m else { unreachable!() };
+        assert_eq!(
+            Value::Object(expand(&m)),
+            json!({"a": {"b": 1, "c": 2}, "d.e": 3, "[x": 4, "[]": 5})
+        );
+    }
+
+    #[test]
+    fn a_case_without_input_feeds_the_placeholder_and_case_fields_replace_file_fields() {
+        let doc = json!({
+            "input_plugin": "in",
+            "fields": {"a": {"x": 1}, "b": 2},
+            "testcases": [{"fields": {"a": {"y": 1}}, "expected": [{"a": {"y": 1}}]}]
+        });
+        let Value::Object(doc) = doc else {
+            unreachable!()
+        };
+        let f = parse(Path::new("t.json"), doc).unwrap();
+        assert_eq!(f.cases[0].lines, [DUMMY_LINE]);
+        assert_eq!(
+            Value::Object(f.cases[0].fields.clone()),
+            json!({"a": {"y": 1}, "b": 2})
+        );
+        assert_eq!(f.codec, "line");
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let check = |doc: Value, want: &str| {
+            let Value::Object(doc) = doc else {
+                unreachable!()
+            };
+            let e = parse(Path::new("t.json"), doc).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        };
+        check(json!({"testcases": []}), "\"input_plugin\" is required");
+        check(json!({"input_plugin": "i", "input": ["x"]}), "old format");
+        check(
+            json!({"input_plugin": "i", "inputs": []}),
+            "unknown key \"inputs\"",
+        );
+        check(
+            json!({"input_plugin": "i", "testcases": [{"expected": [1]}]}),
+            "testcases[0]: expected[0] must be an object",
+        );
+        check(
+            json!({"input_plugin": "i", "fields": {"a": [{"b": 1}]}}),
+            "objects inside a list",
+        );
+    }
+
+    #[test]
+    fn yaml_scalars_keep_their_types() {
+        let v = yaml_to_json("a: 1\nb: 1.5\nc: true\nd: text\ne: >\n  folded\n").unwrap();
+        assert_eq!(
+            v,
+            json!({"a": 1, "b": 1.5, "c": true, "d": "text", "e": "folded\n"})
+        );
+        // go-yaml (LFV) takes a flow list closed at its key's indentation; so do we.
+        let v = yaml_to_json("a:\n  - t: [\n      \"x\"\n    ]\n").unwrap();
+        assert_eq!(v, json!({"a": [{"t": ["x"]}]}));
+    }
+}

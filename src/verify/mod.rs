@@ -1,0 +1,230 @@
+//! `sluice test`: unit tests for pipelines, in logstash-filter-verifier's (LFV) test-case
+//! format, run in-process in milliseconds.
+//!
+//! Data flow: [`setup`] reads the pipelines (one config, or a `pipelines.yml`), applies LFV's
+//! plugin mocks and rewrites inputs into taps and outputs into collectors; for each test-case
+//! file ([`cases`]) [`run`] feeds its lines through the tapped input's codec and the
+//! pipelines' filters, following `pipeline` outputs to the pipelines listening on them; and
+//! [`compare`] orders and cleans what the collectors got as LFV does and compares it, event by
+//! event, with the expected events. The report names each comparison (a diff for each
+//! failure: the changed paths, then the two events as JSON); `--junit` writes the same as
+//! JUnit XML. Any failure makes the command fail (exit 1).
+
+pub mod cases;
+pub mod compare;
+pub mod run;
+pub mod setup;
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use crate::cli::TestArgs;
+
+/// One comparison: the i-th event of a file.
+struct Outcome {
+    name: String,
+    /// Why it failed, if it did.
+    failure: Option<String>,
+}
+
+struct FileResult {
+    name: String,
+    outcomes: Vec<Outcome>,
+    seconds: f64,
+}
+
+pub fn test_command(args: &TestArgs) -> Result<(), String> {
+    let started = Instant::now();
+    let harness = setup::Harness::build(&setup::Source {
+        config: args.config.as_deref(),
+        pipelines: args.pipelines.as_deref(),
+        mock: args.mock.as_deref(),
+        add_missing_id: args.add_missing_id,
+    })?;
+    let files = cases::find(&args.testcases)?;
+    let mut results = Vec::new();
+    let mut report = String::new();
+    for path in &files {
+        let t = Instant::now();
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        );
+        // A file that cannot run (a bad file, an input the config lacks, a codec sluice does
+        // not have) fails on its own; the other files still run.
+        let outcomes = (|| -> Result<Vec<Outcome>, String> {
+            let file = cases::load(path)?;
+            let at = |e: String| format!("{}: {e}", path.display());
+            let tap = harness.tap(&file.input_plugin).map_err(at)?;
+            let collected = run::Run::new(&harness).feed(tap, &file).map_err(at)?;
+            let actual = compare::actual(&file, collected, args.debug);
+            Ok(judge(&file, &actual))
+        })()
+        .unwrap_or_else(|e| {
+            vec![Outcome {
+                name: format!("Running {name}"),
+                failure: Some(format!("  error: {e}")),
+            }]
+        });
+        for o in &outcomes {
+            match &o.failure {
+                None => writeln!(report, "☑ {}", o.name),
+                Some(why) => writeln!(report, "☐ {}:\n{why}", o.name),
+            }
+            .expect("writing to a String");
+        }
+        results.push(FileResult {
+            name,
+            outcomes,
+            seconds: t.elapsed().as_secs_f64(),
+        });
+    }
+    let ok = |r: &FileResult| r.outcomes.iter().filter(|o| o.failure.is_none()).count();
+    let total: usize = results.iter().map(|r| r.outcomes.len()).sum();
+    let passed: usize = results.iter().map(ok).sum();
+    let mark = |good: bool| if good { "☑" } else { "☐" };
+    let _ = writeln!(
+        report,
+        "\nSummary: {} All tests: {passed}/{total} ({:.3} s)",
+        mark(passed == total),
+        started.elapsed().as_secs_f64()
+    );
+    let mut sorted: Vec<&FileResult> = results.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    for r in sorted {
+        let n = ok(r);
+        let _ = writeln!(
+            report,
+            "\t {} {}: {n}/{}",
+            mark(n == r.outcomes.len()),
+            r.name,
+            r.outcomes.len()
+        );
+    }
+    print!("{report}");
+    if let Some(path) = &args.junit {
+        std::fs::write(path, junit(&results))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    if passed == total {
+        Ok(())
+    } else {
+        Err("sluice test: failed test cases".to_owned())
+    }
+}
+
+/// Compares a file's actual events with its expected ones, as LFV does: one failure if the
+/// counts differ, else one comparison per event.
+fn judge(file: &cases::TestFile, actual: &[serde_json::Value]) -> Vec<Outcome> {
+    let expected: Vec<(&serde_json::Value, Option<&str>)> = file
+        .cases
+        .iter()
+        .flat_map(|c| c.expected.iter().map(|e| (e, c.description.as_deref())))
+        .collect();
+    if expected.len() != actual.len() {
+        let got = serde_json::to_string_pretty(actual).unwrap_or_default();
+        return vec![Outcome {
+            name: format!("Comparing events from {}", file.name),
+            failure: Some(format!(
+                "Expected {} event(s), got {} instead.\nReceived events: {got}",
+                expected.len(),
+                actual.len()
+            )),
+        }];
+    }
+    if expected.is_empty() {
+        return vec![Outcome {
+            name: format!("Drop all events from {}", file.name),
+            failure: None,
+        }];
+    }
+    let n = expected.len();
+    expected
+        .iter()
+        .zip(actual)
+        .enumerate()
+        .map(|(i, ((e, description), a))| {
+            let name = match description {
+                Some(d) => format!(
+                    "Comparing message {} of {n} ({d}) from {}",
+                    i + 1,
+                    file.name
+                ),
+                None => format!("Comparing message {} of {n} from {}", i + 1, file.name),
+            };
+            let failure = (!compare::same(e, a)).then(|| {
+                let mut why = String::new();
+                for p in compare::changed_paths(e, a) {
+                    let _ = writeln!(why, "  {p}");
+                }
+                why.push_str(&compare::line_diff(
+                    &compare::pretty(e),
+                    &compare::pretty(a),
+                ));
+                why
+            });
+            Outcome { name, failure }
+        })
+        .collect()
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => {
+                let _ = write!(out, "&#{};", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JUnit XML: a test suite per file, a test case per comparison.
+fn junit(results: &[FileResult]) -> String {
+    let total: usize = results.iter().map(|r| r.outcomes.len()).sum();
+    let failures = |r: &FileResult| r.outcomes.iter().filter(|o| o.failure.is_some()).count();
+    let failed: usize = results.iter().map(failures).sum();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"sluice test\" tests=\"{total}\" failures=\"{failed}\">"
+    );
+    for r in results {
+        let _ = writeln!(
+            x,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.6}\">",
+            xml_escape(&r.name),
+            r.outcomes.len(),
+            failures(r),
+            r.seconds
+        );
+        for o in &r.outcomes {
+            let name = xml_escape(&o.name);
+            let class = xml_escape(&r.name);
+            match &o.failure {
+                None => {
+                    let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\"/>");
+                }
+                Some(why) => {
+                    let first = why.lines().next().unwrap_or("failed").trim();
+                    let _ = writeln!(
+                        x,
+                        "    <testcase classname=\"{class}\" name=\"{name}\">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                        xml_escape(first),
+                        xml_escape(why)
+                    );
+                }
+            }
+        }
+        x.push_str("  </testsuite>\n");
+    }
+    x.push_str("</testsuites>\n");
+    x
+}

@@ -1,0 +1,459 @@
+//! Building the pipelines under test, as logstash-filter-verifier's daemon mode rewrites them:
+//! plugin mocks first (by id, anywhere, conditionals included), then every input but
+//! `pipeline` becomes a tap (a `pipeline` input keeping its `type`, `tags` and `add_field`;
+//! its codec decodes the test's lines) and every output but `pipeline` a collector (a `null`
+//! output keeping the original's id). `pipeline` outputs are kept as links between the
+//! pipelines: the harness hands their events to the pipelines listening on the addresses.
+//! Only filters are built for real, so a config that names an output or input plugin sluice
+//! does not have still runs its filters; an unknown filter (or the tapped input's codec) is an
+//! error naming it.
+
+use std::path::{Path, PathBuf};
+
+use sluice_config::{Attribute, Config, Plugin, SectionKind, Statement, Value as Ast};
+use sluice_pipeline::graph::{self, Compiled};
+use sluice_pipeline::plugin::InputDecoration;
+use sluice_pipeline::Registry;
+
+/// Where a compiled output's events go.
+#[derive(Debug, Clone)]
+pub enum Sink {
+    /// Collected for comparison, under this output id.
+    Collect(String),
+    /// A `pipeline` output: sent on to these addresses.
+    Send(Vec<String>),
+}
+
+/// An input of the config the test's events can enter through.
+pub struct Tap {
+    pub id: String,
+    /// Index of its pipeline in [`Harness::stages`].
+    pub stage: usize,
+    /// Its `codec` (plain when it has none), built per test-case file.
+    pub codec: Plugin,
+    pub decoration: InputDecoration,
+}
+
+/// One pipeline, compiled.
+pub struct Stage {
+    pub compiled: Compiled,
+    /// Per compiled output, by index.
+    pub sinks: Vec<Sink>,
+    /// The `pipeline` inputs' addresses, with what each input adds to the events it gets.
+    pub listens: Vec<(String, InputDecoration)>,
+}
+
+pub struct Harness {
+    pub stages: Vec<Stage>,
+    pub taps: Vec<Tap>,
+    pub registry: Registry,
+}
+
+/// What `sluice test` was told about the config.
+pub struct Source<'a> {
+    /// A config file, directory or glob; with `pipelines`, the directory relative
+    /// `path.config` entries start from.
+    pub config: Option<&'a str>,
+    pub pipelines: Option<&'a Path>,
+    pub mock: Option<&'a Path>,
+    /// Plugins without an `id` are named as sluice names them; otherwise they are an error
+    /// (LFV's `--add-missing-id`).
+    pub add_missing_id: bool,
+}
+
+const TAP_PREFIX: &str = "__sluice_test_input_";
+
+impl Harness {
+    pub fn build(src: &Source) -> Result<Harness, String> {
+        let mocks = match src.mock {
+            Some(p) => load_mocks(p)?,
+            None => Vec::new(),
+        };
+        let mut used = vec![false; mocks.len()];
+        let registry = sluice_plugins::registry();
+        let mut stages = Vec::new();
+        let mut taps = Vec::new();
+        for (id, mut config) in load_configs(src)? {
+            apply_mocks(&mut config, &mocks, &mut used)?;
+            if !src.add_missing_id {
+                require_ids(&config)?;
+            }
+            let stage = stages.len();
+            let mut listens = Vec::new();
+            let mut sinks = Vec::new();
+            // Per input, in order: whether it became a tap (true) or is a `pipeline` input.
+            let mut slots = Vec::new();
+            for section in &mut config.sections {
+                match section.kind {
+                    SectionKind::Input => {
+                        for st in &mut section.body {
+                            if let Statement::Plugin(p) = st {
+                                slots.push(tap_input(p, stage, &mut taps, &mut listens));
+                            }
+                        }
+                    }
+                    SectionKind::Output => collect_outputs(&mut section.body, &mut sinks)?,
+                    SectionKind::Filter => {}
+                }
+            }
+            let compiled = graph::compile(&config, &registry).map_err(|e| e.to_string())?;
+            // Inputs compile in the order they were rewritten: what each adds to its events.
+            let mut stage_taps = taps.iter_mut().filter(|t| t.stage == stage);
+            let mut stage_listens = listens.iter_mut();
+            for (is_tap, built) in slots.iter().zip(&compiled.inputs) {
+                let slot = match is_tap {
+                    true => stage_taps.next().map(|t| &mut t.decoration),
+                    false => stage_listens.next().map(|l| &mut l.1),
+                };
+                if let Some(d) = slot {
+                    *d = built.decoration.clone();
+                }
+            }
+            if sinks.len() != compiled.outputs.len() {
+                return Err(format!(
+                    "pipeline {id}: {} outputs compiled for {} rewritten (a bug)",
+                    compiled.outputs.len(),
+                    sinks.len()
+                ));
+            }
+            stages.push(Stage {
+                compiled,
+                sinks,
+                listens,
+            });
+        }
+        if let Some(i) = used.iter().position(|u| !u) {
+            return Err(format!(
+                "mock {:?}: no plugin of the config has that id",
+                mocks[i].0
+            ));
+        }
+        Ok(Harness {
+            stages,
+            taps,
+            registry,
+        })
+    }
+
+    pub fn tap(&self, id: &str) -> Result<&Tap, String> {
+        self.taps.iter().find(|t| t.id == id).ok_or_else(|| {
+            let ids: Vec<&str> = self.taps.iter().map(|t| t.id.as_str()).collect();
+            format!(
+                "input plugin {id:?} defined in test case but not present in the config (inputs: {})",
+                ids.join(", ")
+            )
+        })
+    }
+}
+
+/// `(pipeline id, parsed config)` for each pipeline under test.
+fn load_configs(src: &Source) -> Result<Vec<(String, Config)>, String> {
+    let parse = |id: &str, path: &str| -> Result<(String, Config), String> {
+        let sources = sluice_config::load_path(path).map_err(|e| e.to_string())?;
+        let mut config = sluice_config::parse_sources(&sources).map_err(|e| e.to_string())?;
+        config
+            .substitute_env(&|name| std::env::var(name).ok())
+            .map_err(|e| e.to_string())?;
+        Ok((id.to_owned(), config))
+    };
+    let Some(file) = src.pipelines else {
+        let Some(config) = src.config else {
+            return Err("sluice test: give --config PATH (or --pipelines FILE)".to_owned());
+        };
+        return Ok(vec![parse("main", config)?]);
+    };
+    let text =
+        std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+    let entries = sluice_config::parse_pipelines(&file.display().to_string(), &text)
+        .map_err(|e| e.to_string())?;
+    let base: PathBuf = match src.config {
+        Some(c) => PathBuf::from(c),
+        None => file.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        match (&entry.path_config, &entry.config_string) {
+            (Some(p), _) => {
+                let path = if Path::new(p).is_absolute() {
+                    PathBuf::from(p)
+                } else {
+                    base.join(p)
+                };
+                out.push(parse(&entry.id, &path.to_string_lossy())?);
+            }
+            (None, Some(text)) => {
+                let name = format!("config.string of pipeline {}", entry.id);
+                let config = sluice_config::parse(&name, text).map_err(|e| e.to_string())?;
+                out.push((entry.id.clone(), config));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "pipeline {}: needs path.config or config.string",
+                    entry.id
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// LFV's mock file: a YAML list of `{id, mock}`; an empty `mock` removes the plugin, any other
+/// is a plugin (as written inside a section) that replaces it, keeping its id.
+fn load_mocks(path: &Path) -> Result<Vec<(String, Option<Plugin>)>, String> {
+    let at = |m: String| format!("{}: {m}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| at(format!("cannot read: {e}")))?;
+    let doc = super::cases::yaml_to_json(&text).map_err(at)?;
+    let items = match doc {
+        serde_json::Value::Array(items) => items,
+        serde_json::Value::Null => Vec::new(),
+        _ => return Err(at("expected a list of mocks (`- id: ...`)".to_owned())),
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let id = item
+            .get("id")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| at(format!("mock {}: needs an \"id\"", i + 1)))?;
+        let mock = match item.get("mock").and_then(|v| v.as_str()).map(str::trim) {
+            None | Some("") => None,
+            Some(text) => {
+                let name = format!("{} (mock {id})", path.display());
+                let config = sluice_config::parse(&name, &format!("filter {{\n{text}\n}}"))
+                    .map_err(|e| e.to_string())?;
+                let first = config
+                    .sections
+                    .into_iter()
+                    .flat_map(|s| s.body)
+                    .find_map(|st| match st {
+                        Statement::Plugin(p) => Some(p),
+                        Statement::If(_) => None,
+                    })
+                    .ok_or_else(|| at(format!("mock {id}: holds no plugin")))?;
+                Some(first)
+            }
+        };
+        out.push((id.to_owned(), mock));
+    }
+    Ok(out)
+}
+
+/// The plugin's `id` option as written, if it is a plain string.
+fn explicit_id(p: &Plugin) -> Option<String> {
+    p.attributes
+        .iter()
+        .find(|a| a.name == "id")
+        .and_then(|a| match &a.value {
+            Ast::String(s) | Ast::Bareword(s) => Some(s.clone()),
+            _ => None,
+        })
+}
+
+/// The id sluice gives the plugin (its `id`, or `name@line:column`).
+fn plugin_id(p: &Plugin) -> String {
+    explicit_id(p).unwrap_or_else(|| format!("{}@{}:{}", p.name, p.span.line, p.span.column))
+}
+
+fn apply_mocks(
+    config: &mut Config,
+    mocks: &[(String, Option<Plugin>)],
+    used: &mut [bool],
+) -> Result<(), String> {
+    fn walk(body: &mut Vec<Statement>, mocks: &[(String, Option<Plugin>)], used: &mut [bool]) {
+        let mut i = 0;
+        while i < body.len() {
+            match &mut body[i] {
+                Statement::Plugin(p) => {
+                    let id = explicit_id(p);
+                    if let Some(k) = mocks.iter().position(|(m, _)| Some(m) == id.as_ref()) {
+                        used[k] = true;
+                        match &mocks[k].1 {
+                            None => {
+                                body.remove(i);
+                                continue;
+                            }
+                            Some(mock) => {
+                                let mut m = mock.clone();
+                                m.attributes.retain(|a| a.name != "id");
+                                m.attributes.push(Attribute {
+                                    name: "id".to_owned(),
+                                    span: m.span,
+                                    value: Ast::String(mocks[k].0.clone()),
+                                });
+                                *p = m;
+                            }
+                        }
+                    }
+                }
+                Statement::If(stmt) => {
+                    for b in &mut stmt.branches {
+                        walk(&mut b.body, mocks, used);
+                    }
+                    if let Some(e) = &mut stmt.else_body {
+                        walk(e, mocks, used);
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+    for section in &mut config.sections {
+        walk(&mut section.body, mocks, used);
+    }
+    Ok(())
+}
+
+/// LFV needs every plugin to have an `id` unless told to add the missing ones.
+fn require_ids(config: &Config) -> Result<(), String> {
+    fn walk(body: &[Statement], missing: &mut Vec<String>) {
+        for st in body {
+            match st {
+                Statement::Plugin(p) => {
+                    if explicit_id(p).is_none() {
+                        missing.push(format!(
+                            "{}:{}:{}: {}",
+                            p.source, p.span.line, p.span.column, p.name
+                        ));
+                    }
+                }
+                Statement::If(stmt) => {
+                    for b in &stmt.branches {
+                        walk(&b.body, missing);
+                    }
+                    if let Some(e) = &stmt.else_body {
+                        walk(e, missing);
+                    }
+                }
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    for s in &config.sections {
+        walk(&s.body, &mut missing);
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "plugins without an id (give each an `id`, or run with --add-missing-id):\n  {}",
+        missing.join("\n  ")
+    ))
+}
+
+/// Turns an input into a tap (or, for a `pipeline` input, records its address), leaving a
+/// `pipeline` input that compiles its decoration. Returns whether it became a tap.
+fn tap_input(
+    p: &mut Plugin,
+    stage: usize,
+    taps: &mut Vec<Tap>,
+    listens: &mut Vec<(String, InputDecoration)>,
+) -> bool {
+    let id = plugin_id(p);
+    if p.name == "pipeline" {
+        let address = p
+            .attributes
+            .iter()
+            .find(|a| a.name == "address")
+            .and_then(|a| match &a.value {
+                Ast::String(s) | Ast::Bareword(s) => Some(s.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        listens.push((address, InputDecoration::default()));
+        return false;
+    }
+    let codec = p
+        .attributes
+        .iter()
+        .rev()
+        .find(|a| a.name == "codec")
+        .and_then(|a| match &a.value {
+            Ast::Plugin(c) => Some(c.clone()),
+            Ast::String(name) | Ast::Bareword(name) => Some(Plugin {
+                name: name.clone(),
+                span: a.span,
+                attributes: Vec::new(),
+                source: p.source.clone(),
+            }),
+            _ => None,
+        })
+        .unwrap_or_else(|| Plugin {
+            name: "plain".to_owned(),
+            span: p.span,
+            attributes: Vec::new(),
+            source: p.source.clone(),
+        });
+    let mut attributes: Vec<Attribute> = p
+        .attributes
+        .iter()
+        .filter(|a| matches!(a.name.as_str(), "type" | "tags" | "add_field"))
+        .cloned()
+        .collect();
+    for (name, value) in [("id", id.clone()), ("address", format!("{TAP_PREFIX}{id}"))] {
+        attributes.push(Attribute {
+            name: name.to_owned(),
+            span: p.span,
+            value: Ast::String(value),
+        });
+    }
+    p.name = "pipeline".to_owned();
+    p.attributes = attributes;
+    taps.push(Tap {
+        id,
+        stage,
+        codec,
+        decoration: InputDecoration::default(),
+    });
+    true
+}
+
+/// Replaces every output with a `null` output of the same id, recording where its events go,
+/// in the order the compiler numbers outputs (branches in order, then `else`).
+fn collect_outputs(body: &mut [Statement], sinks: &mut Vec<Sink>) -> Result<(), String> {
+    for st in body {
+        match st {
+            Statement::Plugin(p) => {
+                let id = plugin_id(p);
+                if p.name == "pipeline" {
+                    let mut to = Vec::new();
+                    for a in p.attributes.iter().filter(|a| a.name == "send_to") {
+                        match &a.value {
+                            Ast::String(s) | Ast::Bareword(s) => to.push(s.clone()),
+                            Ast::Array(items) => {
+                                for v in items {
+                                    if let Ast::String(s) | Ast::Bareword(s) = v {
+                                        to.push(s.clone());
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    if to.is_empty() {
+                        return Err(format!(
+                            "{}:{}:{}: pipeline output {id:?} has no send_to",
+                            p.source, p.span.line, p.span.column
+                        ));
+                    }
+                    sinks.push(Sink::Send(to));
+                } else {
+                    sinks.push(Sink::Collect(id.clone()));
+                }
+                p.name = "null".to_owned();
+                p.attributes = vec![Attribute {
+                    name: "id".to_owned(),
+                    span: p.span,
+                    value: Ast::String(id),
+                }];
+            }
+            Statement::If(stmt) => {
+                for b in &mut stmt.branches {
+                    collect_outputs(&mut b.body, sinks)?;
+                }
+                if let Some(e) = &mut stmt.else_body {
+                    collect_outputs(e, sinks)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! `sluice test` through the real binary, on logstash-filter-verifier's own integration
+//! fixtures (`../shared/compat/lfv_testdata`), run with the arguments LFV's integration test
+//! gives each; and on fixtures changed to fail.
+
+mod api_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn sluice_test(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("test")
+        .args(args)
+        .output()
+        .expect("sluice runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// How LFV's integration test runs a fixture: with its pipelines file, or with the config
+/// alone (an implicit pipeline).
+enum Setup {
+    Pipelines,
+    ConfigOnly,
+}
+
+struct Fixture {
+    name: &'static str,
+    setup: Setup,
+    extra: &'static [&'static str],
+}
+
+const fn fixture(name: &'static str, extra: &'static [&'static str]) -> Fixture {
+    Fixture {
+        name,
+        setup: Setup::Pipelines,
+        extra,
+    }
+}
+
+/// Every fixture LFV's integration test runs against Logstash 8 (codec_version_7_test is
+/// for Logstash 7 only); the mock files are LFV's `--plugin-mock` arguments.
+const FIXTURES: &[Fixture] = &[
+    fixture("basic_pipeline", &["--add-missing-id"]),
+    Fixture {
+        name: "basic_logstash_config_dir",
+        setup: Setup::ConfigOnly,
+        extra: &[],
+    },
+    Fixture {
+        name: "basic_logstash_config_file.conf",
+        setup: Setup::ConfigOnly,
+        extra: &[],
+    },
+    fixture("drop_and_split", &[]),
+    fixture("conditional_output", &[]),
+    fixture("multiple_parallel_outputs", &[]),
+    fixture("pipeline_to_pipeline", &[]),
+    fixture("basic_pipeline_debug", &["--debug"]),
+    fixture("codec_version_8_test", &[]),
+    fixture("codec_optional_test", &[]),
+    fixture("filtermock", &["--mock", "mocks/filtermock.yml"]),
+    fixture("inputoutputmock", &["--mock", "mocks/inputoutputmock.yml"]),
+    fixture("special_chars", &[]),
+    fixture("testcases_event", &[]),
+    fixture("issue_150", &[]),
+    fixture("issue_150a", &[]),
+    fixture("issue_153", &[]),
+    fixture("issue_155", &[]),
+    fixture("issue_166", &[]),
+    fixture("issue_175", &["--add-missing-id"]),
+];
+
+fn args_for(data: &Path, f: &Fixture) -> Vec<String> {
+    let p = |rel: &str| data.join(rel).to_string_lossy().into_owned();
+    let mut args = match f.setup {
+        Setup::Pipelines => vec![
+            "--pipelines".to_owned(),
+            p(&format!("{}.yml", f.name)),
+            "--config".to_owned(),
+            p(f.name),
+        ],
+        Setup::ConfigOnly => vec!["--config".to_owned(), p(f.name)],
+    };
+    for a in f.extra {
+        args.push(if a.starts_with("mocks/") {
+            p(a)
+        } else {
+            (*a).to_owned()
+        });
+    }
+    args.push(p(&format!("testcases/{}", f.name)));
+    args
+}
+
+fn lfv_data() -> Option<PathBuf> {
+    api_support::shared_dir().map(|d| d.join("compat/lfv_testdata"))
+}
+
+#[test]
+fn every_lfv_fixture_whose_plugins_sluice_has_passes() {
+    let Some(data) = lfv_data() else { return };
+    let mut failed = Vec::new();
+    for f in FIXTURES {
+        let args = args_for(&data, f);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, out) = sluice_test(&args);
+        if !ok || !out.contains("Summary: ☑ All tests") || out.contains('☐') {
+            failed.push(format!("== {} ({args:?})\n{out}", f.name));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// codec_test's config has inputs with codecs sluice does not have (edn, edn_lines,
+/// graphite): their test files fail with the codec named, the others pass.
+#[test]
+fn lfv_fixtures_needing_a_missing_codec_fail_naming_it() {
+    let Some(data) = lfv_data() else { return };
+    let f = fixture("codec_test", &[]);
+    let args = args_for(&data, &f);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, out) = sluice_test(&args);
+    assert!(!ok, "{out}");
+    for missing in ["edn", "edn_lines", "graphite"] {
+        let file = format!("codec_test/{missing}.json");
+        let line = out
+            .lines()
+            .find(|l| l.contains(&file) && l.contains("error"))
+            .unwrap_or_else(|| panic!("no error for {file}:\n{out}"));
+        assert!(
+            line.contains(&format!("unknown codec plugin \"{missing}\"")),
+            "{line}"
+        );
+    }
+    for present in [
+        "json.json",
+        "json_lines.json",
+        "line.json",
+        "multiline.json",
+        "plain.json",
+    ] {
+        assert!(
+            out.contains(&format!("\t ☑ {present}:")),
+            "{present} should pass:\n{out}"
+        );
+    }
+}
+
+/// A copy of a fixture whose expected event is wrong fails with a diff naming the path.
+#[test]
+fn a_broken_expectation_shows_the_diff_and_fails() {
+    let Some(data) = lfv_data() else { return };
+    let dir = std::env::temp_dir().join(format!("sluice-verify-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let original =
+        std::fs::read_to_string(data.join("testcases/drop_and_split/split.json")).unwrap();
+    let broken = original.replacen("\"into multiple events\"", "\"into many events\"", 1);
+    assert_ne!(original, broken);
+    std::fs::write(dir.join("split.json"), broken).unwrap();
+    let junit = dir.join("junit.xml");
+    let config = data.join("drop_and_split");
+    let (ok, out) = sluice_test(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        dir.join("split.json").to_str().unwrap(),
+    ]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("☐ Comparing message 3 of 4 from split.json"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[message]: expected \"into many events\", got \"into multiple events\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("-  \"message\": \"into many events\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("+  \"message\": \"into multiple events\""),
+        "{out}"
+    );
+    assert!(out.contains("Summary: ☐ All tests: 3/4"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"4\" failures=\"1\""), "{xml}");
+    assert!(xml.contains("<failure message="), "{xml}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
