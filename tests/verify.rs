@@ -195,3 +195,22 @@ fn a_broken_expectation_shows_the_diff_and_fails() {
     assert!(xml.contains("<failure message="), "{xml}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's example (examples/test) passes; it needs no shared corpus.
+#[test]
+fn the_readme_example_passes() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/test");
+    let config = dir.join("syslog.conf");
+    let cases = dir.join("syslog_test.yml");
+    let (ok, out) = sluice_test(&[
+        "--config",
+        config.to_str().unwrap(),
+        cases.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("☑ Comparing message 1 of 1 (an sshd login is parsed)"),
+        "{out}"
+    );
+    assert!(out.contains("Summary: ☑ All tests: 1/1"), "{out}");
+}
