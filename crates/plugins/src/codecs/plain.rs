@@ -55,3 +55,26 @@ impl Codec for Plain {
         Box::new(self.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_line_is_an_event_and_an_empty_read_is_none() {
+        let mut c = Plain::new(Ecs::Disabled);
+        let mut out = Vec::new();
+        c.decode(b"", &mut out);
+        assert!(out.is_empty());
+        c.decode_line(b"", &mut out);
+        c.decode_line(b"x", &mut out);
+        let messages: Vec<String> = out
+            .iter()
+            .map(|e| match e.get_field("message") {
+                Some(sluice_event::Value::String(s)) => s.to_string(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(messages, ["", "x"]);
+    }
+}
