@@ -732,3 +732,36 @@ fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are
         "{got:?}"
     );
 }
+
+#[test]
+fn on_a_full_disk_the_spare_page_gives_its_space_back_first() {
+    let s = SimStorage::new();
+    let q = open(
+        &s,
+        QueueConfig {
+            checkpoint_acks: 1,
+            ..cfg()
+        },
+    );
+    push(&q, 0..60);
+    assert_eq!(drain(&q, true), names(0..60));
+    let spare = wait_for_spare(&s);
+    // No space left: appending to the head page (a new file, growing) fails until the spare
+    // is removed, which frees a page's worth.
+    s.set_space_left(Some(0));
+    let q2 = Arc::clone(&q);
+    let writer = std::thread::spawn(move || push(&q2, 60..65));
+    for _ in 0..1000 {
+        if writer.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        writer.is_finished(),
+        "the push still waits for space after ten seconds"
+    );
+    writer.join().unwrap();
+    assert!(!s.names().contains(&spare), "{:?}", s.names());
+    assert_eq!(drain(&q, true), names(60..65));
+}
