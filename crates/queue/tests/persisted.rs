@@ -686,6 +686,7 @@ fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are
     let after = s.after_kill();
     std::mem::forget(q);
     let q = open(&after, c.clone());
+    assert!(spares(&after).is_empty(), "spares are removed at start-up");
     let got = drain(&q, true);
     assert_eq!(q.stats().lost_events, 0);
     assert!(got.ends_with(&names(2000..2003)), "{got:?}");
@@ -694,7 +695,6 @@ fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are
             .all(|n| n == "event-01000" || n.starts_with("event-020")),
         "{got:?}"
     );
-    assert!(spares(&after).is_empty(), "spares are removed at start-up");
     let head_len = after.file_bytes(&format!("page.{head}")).unwrap().len();
     assert!(head_len < spare_len, "the old records were not cut");
     q.shutdown();
