@@ -383,8 +383,8 @@ fn a_kill_while_writing_over_a_reused_page_loses_nothing() {
     let settings = write_settings(&dir, "");
     let queue = dir.join("data/queue/main");
     let mut child = start(&settings, &generator_config(&out, 0));
-    // Inode → the page number it was first seen as; a later page with a known inode is a
-    // reused file.
+    // Inode → the page number it was first seen as; a later page with a known inode and
+    // already full-sized is a reused file.
     let mut seen: BTreeMap<u64, u64> = BTreeMap::new();
     let started = Instant::now();
     let reused = 'watch: loop {
@@ -402,7 +402,11 @@ fn a_kill_while_writing_over_a_reused_page_loses_nothing() {
             };
             let Ok(meta) = entry.metadata() else { continue };
             match seen.get(&meta.ino()) {
-                Some(&first) if first != num => break 'watch (first, num),
+                // A reused file is full-sized from the start (its old records); a new file
+                // that got a deleted page's inode number grows from nothing.
+                Some(&first) if first != num && meta.len() >= 512 << 10 => {
+                    break 'watch (first, num)
+                }
                 Some(_) => {}
                 None => {
                     seen.insert(meta.ino(), num);
