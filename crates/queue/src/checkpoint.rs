@@ -1,10 +1,13 @@
 //! Reading and writing the checkpoint file: two slots rewritten in place, alternately.
 //!
 //! Write protocol (the crash-safety argument is in the crate docs):
-//! - in place: generation `g` is written into slot `g % 2`, then the file is synced. The other
-//!   slot holds generation `g - 1` untouched, so a write torn by a crash leaves a valid
-//!   checkpoint, and the write needs no new disk space: acked pages can be freed on a full
-//!   disk (Logstash #8098, #16389 could not even start there).
+//! - in place: a checkpoint goes into the slot that does not hold the newest *synced* one, so
+//!   that slot stays intact whatever a crash does to the write, and the write needs no new disk
+//!   space: acked pages can be freed on a full disk (Logstash #8098, #16389 could not even
+//!   start there). A durable write syncs the file and so becomes the newest synced slot (the
+//!   slots alternate); a lazy one ([`CheckpointStore::write_lazily`], for acks alone) is not
+//!   synced, and the next write goes into the same slot. Readers take the valid slot with the
+//!   highest generation, wherever it is.
 //! - a new file, when there is none yet or the page list outgrows the slots: the whole file
 //!   (both slots, every byte written so that later in-place writes have their blocks) goes to
 //!   `checkpoint.tmp`, which is synced, renamed over `checkpoint`, and the directory synced
@@ -37,6 +40,8 @@ pub struct CheckpointRead {
     pub legacy: bool,
     /// Slot size of the file (0 when it has no usable slots).
     slot_size: usize,
+    /// The slot `current` was read from.
+    current_slot: usize,
 }
 
 impl CheckpointRead {
@@ -111,6 +116,7 @@ fn decode_file(b: &[u8]) -> Result<CheckpointRead, FormatError> {
             Ok(s) => {
                 if out.current.as_ref().is_none_or(|(g, _)| s.generation > *g) {
                     out.current = Some((s.generation, s.checkpoint));
+                    out.current_slot = i;
                 }
             }
             Err(e) if e.is_newer_version() => return Err(e),
@@ -147,6 +153,8 @@ pub struct CheckpointStore {
     /// `queue.checkpoint.retry`: retry a failed rename of `checkpoint.tmp`.
     retry: bool,
     buf: Vec<u8>,
+    /// The slot holding the newest synced checkpoint: writes go into the other one.
+    synced_slot: usize,
 }
 
 /// Pauses before each retry of a failed `checkpoint.tmp` rename (`queue.checkpoint.retry`):
@@ -154,14 +162,16 @@ pub struct CheckpointStore {
 const RENAME_RETRY_PAUSES_MS: [u64; 4] = [0, 100, 200, 400];
 
 impl CheckpointStore {
-    /// A store that continues after what `read` found.
+    /// A store that continues after what `read` found. The file is synced first: what was
+    /// read may be a lazy write of a killed process, still only in the page cache, and the
+    /// next write must not overwrite the only synced slot before it is synced too.
     pub fn new(storage: Arc<dyn Storage>, read: &CheckpointRead) -> Result<Self, StorageError> {
         let file = if read.exists && read.slot_size > 0 {
-            Some(
-                storage
-                    .open(CHECKPOINT_FILE)
-                    .context(|| "opening the checkpoint".into())?,
-            )
+            let f = storage
+                .open(CHECKPOINT_FILE)
+                .context(|| "opening the checkpoint".into())?;
+            f.sync().context(|| "syncing the checkpoint".into())?;
+            Some(f)
         } else {
             None
         };
@@ -174,6 +184,7 @@ impl CheckpointStore {
             dir_unsynced: false,
             retry: true,
             buf: Vec::new(),
+            synced_slot: read.current_slot,
         })
     }
 
@@ -204,6 +215,18 @@ impl CheckpointStore {
 
     /// Makes `cp` the durable checkpoint.
     pub fn write(&mut self, cp: &Checkpoint) -> Result<(), StorageError> {
+        self.write_as(cp, true)
+    }
+
+    /// Makes `cp` the checkpoint without syncing it: a killed process finds it, a power loss
+    /// may leave the last synced one instead (whose acks are older: more events come back,
+    /// none is lost). For checkpoints that only record acks; one that lets a page file go
+    /// must be durable ([`CheckpointStore::write`]).
+    pub fn write_lazily(&mut self, cp: &Checkpoint) -> Result<(), StorageError> {
+        self.write_as(cp, false)
+    }
+
+    fn write_as(&mut self, cp: &Checkpoint, durable: bool) -> Result<(), StorageError> {
         if self.dir_unsynced {
             self.storage
                 .sync_dir()
@@ -227,11 +250,15 @@ impl CheckpointStore {
         }
         let file = self.file.as_ref().expect("checked by `fits`");
         let slot = cp.encode_slot(generation, self.slot_size as u32);
-        let at = (generation % 2) * self.slot_size as u64;
+        let target = 1 - self.synced_slot;
+        let at = (target * self.slot_size) as u64;
         file.write_at(at, &slot)
             .context(|| "writing the checkpoint".into())?;
-        file.sync().context(|| "syncing the checkpoint".into())?;
         self.next_generation += 1;
+        if durable {
+            file.sync().context(|| "syncing the checkpoint".into())?;
+            self.synced_slot = target;
+        }
         Ok(())
     }
 
@@ -271,6 +298,7 @@ impl CheckpointStore {
         self.file = Some(tmp);
         self.slot_size = slot_size;
         self.next_generation = generation + 1;
+        self.synced_slot = at / slot_size;
         self.exists = true;
         self.dir_unsynced = true;
         s.sync_dir()
@@ -347,6 +375,42 @@ mod tests {
         assert_eq!(r.generation(), Some(5));
         store.write(&cp(2)).unwrap();
         assert_eq!(read(&s).unwrap().current, Some((6, cp(2))));
+    }
+
+    /// Lazy writes go into the slot that does not hold the newest synced checkpoint, again
+    /// and again: a power loss at any point leaves that synced one (or a newer one) readable;
+    /// a killed process leaves the newest; a durable write after them alternates again.
+    #[test]
+    fn lazy_writes_never_touch_the_newest_synced_slot() {
+        use crate::sim::Survival;
+        let s = SimStorage::new();
+        let (mut store, _) = reopen(&s);
+        store.write(&cp(1)).unwrap();
+        store.write(&cp(2)).unwrap();
+        for n in 3..=6 {
+            store.write_lazily(&cp(n)).unwrap();
+            for keep in [0.0, 0.5, 1.0] {
+                for torn in [0, 7, 40, 4000] {
+                    let after = s.power_loss(Survival {
+                        keep_fraction: keep,
+                        torn_bytes: torn,
+                    });
+                    let r = read(&after).unwrap();
+                    let g = r.generation().expect("a valid checkpoint");
+                    assert!((2..=n).contains(&g), "generation {g} after lazy {n}");
+                    assert_eq!(r.checkpoint(), Some(&cp(g)));
+                }
+            }
+            assert_eq!(read(&s.after_kill()).unwrap().current, Some((n, cp(n))));
+        }
+        // Synced: the newest is durable, and the next writes go to the other slot.
+        store.write(&cp(7)).unwrap();
+        store.write_lazily(&cp(8)).unwrap();
+        let after = s.power_loss(Survival {
+            keep_fraction: 0.0,
+            torn_bytes: 40,
+        });
+        assert_eq!(read(&after).unwrap().current, Some((7, cp(7))));
     }
 
     #[test]

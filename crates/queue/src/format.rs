@@ -15,9 +15,9 @@
 //! position holds a record if its checksum matches and its sequence is the one expected or
 //! later ([`crate::scan`]).
 //!
-//! Checkpoint file `checkpoint`: two slots of `slot size` bytes each, rewritten in place
-//! alternately (generation `g` goes to slot `g % 2`), so that writing a checkpoint needs no new
-//! disk space and a torn write leaves the other slot intact:
+//! Checkpoint file `checkpoint`: two slots of `slot size` bytes each, rewritten in place, each
+//! write into the slot that does not hold the newest synced checkpoint, so that writing a
+//! checkpoint needs no new disk space and a torn write leaves the other slot intact:
 //! ```text
 //! slot (32-byte header): "SLQC" | version u32 = 2 | slot size u32 | body length u32
 //!                        | generation u64 | crc32c(bytes 4..24 ++ body) u32 | zero u32 | body

@@ -65,12 +65,15 @@
 //!    (every create and directory sync is a crash point), `a_page_whose_creation_never_completed_is_removed_logstash_12040`.
 //! 4. A checkpoint vouches only for synced records: the flusher snapshots the page list, syncs
 //!    the pages, then writes the snapshot. — power-loss tests.
-//! 5. Replacing the checkpoint is atomic: in place, generation `g` goes into slot `g % 2` and is
-//!    synced, the other slot keeping `g - 1`; a new file (first checkpoint, or more pages than
-//!    the slots hold) is written whole as `checkpoint.tmp`, synced, renamed, and the directory
-//!    synced (Logstash #8218: a checkpoint left 0 bytes long). —
+//! 5. Replacing the checkpoint is atomic: in place, a checkpoint goes into the slot that does
+//!    not hold the newest synced one, which stays intact; a new file (first checkpoint, or more
+//!    pages than the slots hold) is written whole as `checkpoint.tmp`, synced, renamed, and the
+//!    directory synced (Logstash #8218: a checkpoint left 0 bytes long). A checkpoint that only
+//!    records acks is not synced (for at most a second): a power loss may return to the synced
+//!    one, bringing back acked events (at-least-once), never losing any; the final checkpoint
+//!    of a graceful stop, and any that lets a page go, are synced. —
 //!    `checkpoint_replacement_survives_a_crash_at_every_step_logstash_8218`, `checkpoint` unit
-//!    tests.
+//!    tests, power-loss tests with acks.
 //! 6. A page file is deleted only after a durable checkpoint no longer lists it; a page left
 //!    behind by a crash is recognised (below the head page, not listed) and deleted. —
 //!    power-loss tests with acks.

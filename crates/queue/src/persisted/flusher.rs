@@ -1,6 +1,8 @@
 //! The flusher thread: one sync round for everyone waiting (group commit), then the
 //! checkpoint, then the deletion of pages the checkpoint no longer lists (or their renaming
-//! to spares, which the writer makes its next head pages). In that order, so
+//! to spares, which the writer makes its next head pages). A checkpoint that only records
+//! acks is written without a sync (at most a second's worth): after a power loss the previous
+//! synced one brings back more acked events, and nothing is lost. In that order, so
 //! that what a checkpoint vouches for is on disk before it, and a page is gone only once no
 //! durable checkpoint needs it.
 //!
@@ -10,13 +12,16 @@
 //! new disk space unless the page list outgrows the checkpoint's slots.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{lock, Inner, PageState, MAX_SPARES};
 use crate::format::Checkpoint;
 use crate::page::{page_name, spare_name};
 use crate::repeated::Repeated;
 use crate::storage::QueueFile;
+
+/// How long a checkpoint may stay unsynced.
+const LAZY_CHECKPOINT_FOR: Duration = Duration::from_secs(1);
 
 impl Inner {
     /// The flusher thread. When it ends (shutdown, or a failed fsync), writers still waiting
@@ -30,10 +35,13 @@ impl Inner {
     fn flusher_loop(&self) {
         let mut checkpoint_errors = Repeated::new("writing the queue checkpoint");
         let mut retry_delay = Duration::from_millis(100);
+        // When the oldest checkpoint written without a sync since the last synced one was.
+        let mut lazy_since: Option<Instant> = None;
         loop {
             let mut st = lock(&self.state);
             while !st.flush_requested && !st.stopping_flusher && st.pending_delete.is_empty() {
-                let dirty = st.next_seq > st.synced_seq || st.checkpoint_dirty;
+                let dirty =
+                    st.next_seq > st.synced_seq || st.checkpoint_dirty || lazy_since.is_some();
                 let (g, t) = self
                     .flush_wanted
                     .wait_timeout(st, Duration::from_secs(1))
@@ -45,6 +53,14 @@ impl Inner {
             }
             st.flush_requested = false;
             let stopping = st.stopping_flusher;
+            // A checkpoint that lets pages go, the last one, and one a second after an unsynced
+            // one are synced; the others (acks alone) are not: a power loss then brings back
+            // at most a second's acked events, and loses none.
+            let overdue = lazy_since.is_some_and(|t| t.elapsed() >= LAZY_CHECKPOINT_FOR);
+            if overdue {
+                st.checkpoint_dirty = true;
+            }
+            let durable = stopping || overdue || !st.pending_delete.is_empty();
             // Snapshot what this round makes durable.
             let target = st.next_seq;
             let mut files: Vec<Arc<dyn QueueFile>> = std::mem::take(&mut st.unsynced_files);
@@ -84,7 +100,16 @@ impl Inner {
                 continue;
             };
             let mut store = lock(&self.checkpoints);
-            let written = store.write(&cp);
+            let written = match durable {
+                true => store.write(&cp),
+                false => store.write_lazily(&cp),
+            };
+            if written.is_ok() {
+                lazy_since = match durable {
+                    true => None,
+                    false => lazy_since.or_else(|| Some(Instant::now())),
+                };
+            }
             let absent = store.is_absent();
             drop(store);
             if let Err(e) = written {
