@@ -214,3 +214,103 @@ fn the_readme_example_passes() {
     );
     assert!(out.contains("Summary: ☑ All tests: 1/1"), "{out}");
 }
+
+/// Each test-case file gets its own filters: an aggregate's map starts empty in both files
+/// (the counts are 1, 2 twice, not 1, 2, 3, 4) and its final flush happens in both.
+#[test]
+fn each_file_starts_with_fresh_filters_and_ends_with_their_final_flush() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-agg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("agg.conf");
+    std::fs::write(
+        &config,
+        r#"input { stdin { id => "in" codec => json } }
+filter {
+  aggregate {
+    id => "count"
+    task_id => "%{task}"
+    code => "map['n'] ||= 0; map['n'] += 1; event.set('n', map['n'])"
+    push_previous_map_as_event => true
+    timeout_task_id_field => "task"
+  }
+}
+output { stdout { id => "out" } }
+"#,
+    )
+    .unwrap();
+    let case = r#"{"input_plugin": "in", "ignore": ["@timestamp", "event"],
+ "testcases": [{"input": ["{\"task\": \"a\"}", "{\"task\": \"a\"}"],
+   "expected": [{"task": "a", "n": 1},
+                {"task": "a", "n": 2, "tags": ["_aggregatefinalflush"]},
+                {"task": "a", "n": 2}]}]}"#;
+    let files = [dir.join("a1.json"), dir.join("a2.json")];
+    for f in &files {
+        std::fs::write(f, case).unwrap();
+    }
+    let (ok, out) = sluice_test(&[
+        "--config",
+        config.to_str().unwrap(),
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("Summary: ☑ All tests: 6/6"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The final flush goes senders first, as Logstash stops pipelines: what the sending
+/// pipeline's aggregate releases reaches the receiving pipeline's aggregate before that one
+/// flushes (its map then counts both), whatever order pipelines.yml lists them in.
+#[test]
+fn the_final_flush_runs_senders_before_receivers() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-p2p-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let aggregate = |id: &str, code: &str| {
+        format!(
+            "aggregate {{ id => \"{id}\" task_id => \"%{{task}}\" code => \"{code}\" \
+             push_previous_map_as_event => true timeout_task_id_field => \"task\" }}"
+        )
+    };
+    std::fs::write(
+        dir.join("pipelines.yml"),
+        "- pipeline.id: down\n  path.config: \"down.conf\"\n- pipeline.id: up\n  path.config: \"up.conf\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("down.conf"),
+        format!(
+            "input {{ pipeline {{ id => \"from_up\" address => \"down\" }} }}\n\
+             filter {{ {} }}\noutput {{ stdout {{ id => \"out\" }} }}\n",
+            aggregate("hold_down", "map['n'] ||= 0; map['n'] += 1")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("up.conf"),
+        format!(
+            "input {{ stdin {{ id => \"in\" codec => json }} }}\n\
+             filter {{ {} }}\noutput {{ pipeline {{ id => \"to_down\" send_to => [\"down\"] }} }}\n",
+            aggregate("hold_up", "map['up'] = true")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("case.json"),
+        r#"{"input_plugin": "in", "ignore": ["@timestamp", "event"],
+ "testcases": [{"input": ["{\"task\": \"a\"}"],
+   "expected": [{"task": "a"},
+                {"task": "a", "up": true, "tags": ["_aggregatefinalflush"]},
+                {"task": "a", "n": 2, "tags": ["_aggregatefinalflush"]}]}]}"#,
+    )
+    .unwrap();
+    let (ok, out) = sluice_test(&[
+        "--pipelines",
+        dir.join("pipelines.yml").to_str().unwrap(),
+        dir.join("case.json").to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("Summary: ☑ All tests: 3/3"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

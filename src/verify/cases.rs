@@ -270,24 +270,34 @@ pub fn bracket_parts(key: &str) -> Option<Vec<&str>> {
     (!parts.is_empty()).then_some(parts)
 }
 
-/// Makes keys written as field references nested objects, merging those that share a parent.
+/// Makes keys written as field references nested objects, merging those that share a parent
+/// (with each other and with a plain key naming the same object).
 pub fn expand(m: &Map<String, Value>) -> Map<String, Value> {
     let mut out = Map::new();
     for (k, v) in m {
         match bracket_parts(k) {
             Some(parts) => insert_path(&mut out, &parts, v.clone()),
-            None => {
-                out.insert(k.clone(), v.clone());
-            }
+            None => insert_path(&mut out, &[k.as_str()], v.clone()),
         }
     }
     out
 }
 
+/// Sets `parts` in `m` to `v`; objects already there take `v`'s keys instead of being
+/// replaced.
 fn insert_path(m: &mut Map<String, Value>, parts: &[&str], v: Value) {
     let (first, rest) = parts.split_first().expect("at least one part");
     if rest.is_empty() {
-        m.insert((*first).to_owned(), v);
+        match (m.get_mut(*first), v) {
+            (Some(Value::Object(old)), Value::Object(new)) => {
+                for (k, v) in new {
+                    insert_path(old, &[k.as_str()], v);
+                }
+            }
+            (_, v) => {
+                m.insert((*first).to_owned(), v);
+            }
+        }
         return;
     }
     let slot = m
@@ -314,11 +324,11 @@ mod tests {
 
     #[test]
     fn field_references_become_nested_and_other_keys_stay() {
-        let m = json!({"[a][b]": 1, "[a][c]": 2, "d.e": 3, "[x": 4, "[]": 5});
+        let m = json!({"[a][b]": 1, "[a][c]": 2, "d.e": 3, "[x": 4, "[]": 5, "a": {"z": 0}});
         let Value::Object(m) = m else { unreachable!() };
         assert_eq!(
             Value::Object(expand(&m)),
-            json!({"a": {"b": 1, "c": 2}, "d.e": 3, "[x": 4, "[]": 5})
+            json!({"a": {"b": 1, "c": 2, "z": 0}, "d.e": 3, "[x": 4, "[]": 5})
         );
     }
 

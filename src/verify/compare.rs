@@ -20,27 +20,35 @@ pub fn sanitize(id: &str) -> String {
 }
 
 /// The actual events, ordered and cleaned as LFV does.
-pub fn actual(file: &TestFile, collected: Vec<Collected>, debug: bool) -> Vec<Value> {
-    let mut rows: Vec<(u64, String, Value, Map<String, Value>)> = collected
-        .into_iter()
-        .map(|c| {
-            let doc = serde_json::to_value(&c.event).unwrap_or(Value::Null);
-            let meta = match serde_json::to_value(c.event.metadata_value()) {
-                Ok(Value::Object(m)) => m,
-                _ => Map::new(),
-            };
-            let id = meta
-                .get("__lfv_id")
-                .and_then(Value::as_str)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            (id, sanitize(&c.output), doc, meta)
-        })
-        .collect();
+pub fn actual(
+    file: &TestFile,
+    collected: Vec<Collected>,
+    debug: bool,
+) -> Result<Vec<Value>, String> {
+    let mut rows: Vec<(u64, String, Value, Map<String, Value>)> = Vec::new();
+    for c in collected {
+        let meta = match serde_json::to_value(c.event.metadata_value()) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let id = meta
+            .get("__lfv_id")
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let doc = serde_json::to_value(&c.event).map_err(|e| {
+            format!(
+                "event {id} at output {:?} cannot be shown as JSON: {e}",
+                c.output
+            )
+        })?;
+        rows.push((id, sanitize(&c.output), doc, meta));
+    }
     rows.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     let mut ignore: Vec<&str> = file.ignore.iter().map(String::as_str).collect();
     ignore.push("@version");
-    rows.into_iter()
+    Ok(rows
+        .into_iter()
         .map(|(id, out, doc, meta)| {
             let Value::Object(mut doc) = doc else {
                 return doc;
@@ -81,7 +89,7 @@ pub fn actual(file: &TestFile, collected: Vec<Collected>, debug: bool) -> Vec<Va
             }
             Value::Object(doc)
         })
-        .collect()
+        .collect())
 }
 
 /// Removes `parts` from `m`; a parent left empty is removed too.

@@ -18,23 +18,35 @@ pub struct Collected {
     pub output: String,
 }
 
-/// How many `pipeline` hops an event may take (a loop between pipelines ends here).
+/// How many `pipeline` hops an event may take, and how many copies `pipeline` outputs may
+/// make for one file, before a loop between pipelines is reported.
 const MAX_HOPS: usize = 32;
+const MAX_FORWARDED: usize = 1_000_000;
 
 pub struct Run<'h> {
     h: &'h Harness,
-    chains: Vec<FilterChain>,
+    /// Per pipeline: its filters and its output tree, compiled for this file alone.
+    stages: Vec<(FilterChain, Vec<graph::Node>)>,
     out: Vec<Collected>,
+    forwarded: usize,
 }
 
 impl<'h> Run<'h> {
-    /// Fresh filters (no state from another file) for every pipeline.
-    pub fn new(h: &'h Harness) -> Self {
-        Run {
-            h,
-            chains: h.stages.iter().map(|s| s.compiled.filter_chain()).collect(),
-            out: Vec::new(),
+    /// Every pipeline compiled afresh, so that no filter state (aggregate maps, ruby's
+    /// `init`, caches, a final flush already done) comes from another file.
+    pub fn new(h: &'h Harness) -> Result<Self, String> {
+        let mut stages = Vec::with_capacity(h.stages.len());
+        for st in &h.stages {
+            let compiled = graph::compile(&st.config, &h.registry).map_err(|e| e.to_string())?;
+            let chain = compiled.filter_chain();
+            stages.push((chain, compiled.output_tree));
         }
+        Ok(Run {
+            h,
+            stages,
+            out: Vec::new(),
+            forwarded: 0,
+        })
     }
 
     /// Feeds the file's lines through `tap` and returns what the collectors got.
@@ -79,13 +91,22 @@ impl<'h> Run<'h> {
             tap.decoration.apply(e);
         }
         self.deliver(tap.stage, events, 0)?;
-        for s in 0..self.chains.len() {
-            let flushed = self.chains[s].flush();
-            if !flushed.is_empty() {
-                self.route(s, flushed, 0)?;
+        // The final flush, senders before receivers (what a sender's flush releases meets the
+        // receiver's filters before they flush), again while anything is released.
+        for _ in 0..=MAX_HOPS {
+            let mut released = false;
+            for &s in &self.h.flush_order {
+                let flushed = self.stages[s].0.flush();
+                if !flushed.is_empty() {
+                    released = true;
+                    self.route(s, flushed, 0)?;
+                }
+            }
+            if !released {
+                return Ok(self.out);
             }
         }
-        Ok(self.out)
+        Err("the filters' final flush kept releasing events: a loop between pipelines?".to_owned())
     }
 
     fn deliver(&mut self, stage: usize, mut events: Vec<Event>, hops: usize) -> Result<(), String> {
@@ -94,7 +115,7 @@ impl<'h> Run<'h> {
                 "events went through more than {MAX_HOPS} pipeline outputs: a loop between pipelines?"
             ));
         }
-        self.chains[stage].run(&mut events);
+        self.stages[stage].0.run(&mut events);
         self.route(stage, events, hops)
     }
 
@@ -102,6 +123,7 @@ impl<'h> Run<'h> {
     /// events keep the order they arrived in).
     fn route(&mut self, stage: usize, events: Vec<Event>, hops: usize) -> Result<(), String> {
         let st = &self.h.stages[stage];
+        let tree = &self.stages[stage].1;
         let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); st.sinks.len()];
         // (target pipeline, its input, event), in order.
         let mut forward: Vec<(usize, &InputDecoration, Event)> = Vec::new();
@@ -110,11 +132,7 @@ impl<'h> Run<'h> {
                 continue;
             }
             per_output.iter_mut().for_each(Vec::clear);
-            graph::route(
-                &st.compiled.output_tree,
-                std::slice::from_ref(e),
-                &mut per_output,
-            );
+            graph::route(tree, std::slice::from_ref(e), &mut per_output);
             for (i, hits) in per_output.iter().enumerate() {
                 for _ in hits {
                     match &st.sinks[i] {
@@ -138,6 +156,12 @@ impl<'h> Run<'h> {
             }
         }
         drop(per_output);
+        self.forwarded += forward.len();
+        if self.forwarded > MAX_FORWARDED {
+            return Err(format!(
+                "pipeline outputs made more than {MAX_FORWARDED} copies of events: a loop between pipelines?"
+            ));
+        }
         while !forward.is_empty() {
             let target = forward[0].0;
             let (now, later): (Vec<_>, Vec<_>) =

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use sluice_config::{Attribute, Config, Plugin, SectionKind, Statement, Value as Ast};
-use sluice_pipeline::graph::{self, Compiled};
+use sluice_pipeline::graph;
 use sluice_pipeline::plugin::InputDecoration;
 use sluice_pipeline::Registry;
 
@@ -34,9 +34,11 @@ pub struct Tap {
     pub decoration: InputDecoration,
 }
 
-/// One pipeline, compiled.
+/// One pipeline, rewritten and compiled once (to report errors before anything runs).
 pub struct Stage {
-    pub compiled: Compiled,
+    /// The rewritten config: each test-case file compiles it again, so that no filter state
+    /// (aggregate maps, ruby's `init`, caches, the final flush done) carries over.
+    pub config: Config,
     /// Per compiled output, by index.
     pub sinks: Vec<Sink>,
     /// The `pipeline` inputs' addresses, with what each input adds to the events it gets.
@@ -47,6 +49,10 @@ pub struct Harness {
     pub stages: Vec<Stage>,
     pub taps: Vec<Tap>,
     pub registry: Registry,
+    /// The order of the final flush: a pipeline after every pipeline that sends to it (as
+    /// Logstash stops senders first), so that what a sender's flush releases still meets the
+    /// receiver's filters before they flush.
+    pub flush_order: Vec<usize>,
 }
 
 /// What `sluice test` was told about the config.
@@ -88,7 +94,7 @@ impl Harness {
                     SectionKind::Input => {
                         for st in &mut section.body {
                             if let Statement::Plugin(p) = st {
-                                slots.push(tap_input(p, stage, &mut taps, &mut listens));
+                                slots.push(tap_input(p, stage, &mut taps, &mut listens)?);
                             }
                         }
                     }
@@ -117,7 +123,7 @@ impl Harness {
                 ));
             }
             stages.push(Stage {
-                compiled,
+                config,
                 sinks,
                 listens,
             });
@@ -129,10 +135,12 @@ impl Harness {
                 mocks[i].0
             );
         }
+        let flush_order = senders_first(&stages);
         Ok(Harness {
             stages,
             taps,
             registry,
+            flush_order,
         })
     }
 
@@ -145,6 +153,34 @@ impl Harness {
             )
         })
     }
+}
+
+/// The pipelines in an order where each comes after those whose `pipeline` outputs reach it
+/// (pipelines in a loop keep their order among themselves).
+fn senders_first(stages: &[Stage]) -> Vec<usize> {
+    let sends_to = |from: &Stage, to: &Stage| {
+        from.sinks.iter().any(|sink| match sink {
+            Sink::Send(addresses) => addresses
+                .iter()
+                .any(|a| to.listens.iter().any(|(l, _)| l == a)),
+            Sink::Collect(_) => false,
+        })
+    };
+    let n = stages.len();
+    let mut order = Vec::with_capacity(n);
+    let mut placed = vec![false; n];
+    while order.len() < n {
+        // The first pipeline not placed that no unplaced pipeline sends to; in a loop, the
+        // first not placed.
+        let next = (0..n)
+            .filter(|&t| !placed[t])
+            .find(|&t| (0..n).all(|s| placed[s] || s == t || !sends_to(&stages[s], &stages[t])))
+            .or_else(|| (0..n).find(|&t| !placed[t]))
+            .expect("a pipeline is left");
+        placed[next] = true;
+        order.push(next);
+    }
+    order
 }
 
 /// `(pipeline id, parsed config)` for each pipeline under test.
@@ -184,7 +220,10 @@ fn load_configs(src: &Source) -> Result<Vec<(String, Config)>, String> {
             }
             (None, Some(text)) => {
                 let name = format!("config.string of pipeline {}", entry.id);
-                let config = sluice_config::parse(&name, text).map_err(|e| e.to_string())?;
+                let mut config = sluice_config::parse(&name, text).map_err(|e| e.to_string())?;
+                config
+                    .substitute_env(&|name| std::env::var(name).ok())
+                    .map_err(|e| e.to_string())?;
                 out.push((entry.id.clone(), config));
             }
             (None, None) => {
@@ -215,9 +254,18 @@ fn load_mocks(path: &Path) -> Result<Vec<(String, Option<Plugin>)>, String> {
             .get("id")
             .and_then(|v| v.as_str())
             .ok_or_else(|| at(format!("mock {}: needs an \"id\"", i + 1)))?;
-        let mock = match item.get("mock").and_then(|v| v.as_str()).map(str::trim) {
-            None | Some("") => None,
-            Some(text) => {
+        let text = match item.get("mock") {
+            None | Some(serde_json::Value::Null) => "",
+            Some(serde_json::Value::String(s)) => s.trim(),
+            Some(other) => {
+                return Err(at(format!(
+                    "mock {id}: \"mock\" must be the replacing plugin's text (or empty to remove it), not {other}"
+                )))
+            }
+        };
+        let mock = match text {
+            "" => None,
+            text => {
                 let name = format!("{} (mock {id})", path.display());
                 let config = sluice_config::parse(&name, &format!("filter {{\n{text}\n}}"))
                     .map_err(|e| e.to_string())?;
@@ -347,7 +395,7 @@ fn tap_input(
     stage: usize,
     taps: &mut Vec<Tap>,
     listens: &mut Vec<(String, InputDecoration)>,
-) -> bool {
+) -> Result<bool, String> {
     let id = plugin_id(p);
     if p.name == "pipeline" {
         let address = p
@@ -360,7 +408,13 @@ fn tap_input(
             })
             .unwrap_or_default();
         listens.push((address, InputDecoration::default()));
-        return false;
+        return Ok(false);
+    }
+    if taps.iter().any(|t| t.id == id) {
+        return Err(format!(
+            "{}:{}:{}: two inputs have the id {id:?}: give each input its own id",
+            p.source, p.span.line, p.span.column
+        ));
     }
     let codec = p
         .attributes
@@ -404,7 +458,7 @@ fn tap_input(
         codec,
         decoration: InputDecoration::default(),
     });
-    true
+    Ok(true)
 }
 
 /// Replaces every output with a `null` output of the same id, recording where its events go,
