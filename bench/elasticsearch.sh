@@ -10,6 +10,7 @@
 # Usage: bench/elasticsearch.sh [EVENTS] (default 300,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 N=${1:-300000}
 command -v go >/dev/null || { echo "bench/elasticsearch.sh: go not found" >&2; exit 1; }
 cargo build --release --quiet
@@ -34,7 +35,7 @@ count() { # url index
 }
 drop() { curl -s -XDELETE "$1/$2" >/dev/null; }
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $(date -u +%Y-%m-%d)"
+machine "$(date -u +%Y-%m-%d)"
 echo "events: $N"
 MSG="93.180.71.3 - - GET /downloads/product_2 HTTP/1.1 200 26318 - Debian APT-HTTP/1.3 (0.9.7.9) served from cache in 12 ms"
 RAWMSG=$MSG

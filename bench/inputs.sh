@@ -19,6 +19,7 @@
 # INPUTS is a comma-separated subset of beats,tcp,http,udp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 N=${1:-1000000}
 ONLY=",${2:-beats,tcp,http,udp},"
 want() { [[ "$ONLY" == *",$1,"* ]]; }
@@ -51,7 +52,7 @@ pids+=($!)
 out() { curl -sf "127.0.0.1:$API/_node/stats/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"]["out"])' 2>/dev/null || echo 0; }
 until curl -sf "127.0.0.1:$API/" >/dev/null; do sleep 0.1; done
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $(date -u +%Y-%m-%d)"
+machine "$(date -u +%Y-%m-%d)"
 echo "events: $N per run"
 
 # sluice NAME COMMAND...: runs the client, waits until N more events are out; prints events/s.

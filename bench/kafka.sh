@@ -10,6 +10,7 @@
 # Usage: bench/kafka.sh [EVENTS] (default 1,000,000; 6 partitions)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 N=${1:-1000000}
 scripts/install-kafka
 cargo build --release --quiet
@@ -25,7 +26,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 topic() { tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$B" --create --topic "$1" --partitions 6 --replication-factor 1 >/dev/null; }
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $(date -u +%Y-%m-%d)"
+machine "$(date -u +%Y-%m-%d)"
 echo "kafka 4.4.0 (one broker, KRaft), 6 partitions; records: $N of 300 bytes"
 echo
 

@@ -6,6 +6,7 @@
 # Usage: bench/pipeline.sh [EVENTS]   (default 2,000,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 N=${1:-2000000}
 cargo build --release --quiet
 BIN=target/release/sluice
@@ -16,7 +17,7 @@ now() { date +%s.%N; }
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+machine
 echo "events: $N"
 echo
 

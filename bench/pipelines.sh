@@ -6,6 +6,7 @@
 # Usage: bench/pipelines.sh [EVENTS_PER_INPUT] [DIR]   (defaults 100000, target/bench-pipelines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 N=${1:-100000}
 DIR=${2:-target/bench-pipelines}
 mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
@@ -14,7 +15,7 @@ BIN=$PWD/target/release/sluice
 MSG=$(head -c 1000 /dev/zero | tr '\0' 'x')
 GEN="generator { count => $N message => \"$MSG\" }"
 FILTER='filter { mutate { add_field => { "route" => "%{[host][name]}" } } }'
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $(( 4 * N )) events of 1 KB per run"
+machine "$(( 4 * N )) events of 1 KB per run"
 
 run() { # settings-dir
   local s e

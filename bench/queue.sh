@@ -18,6 +18,7 @@
 # Usage: bench/queue.sh [DIR] [BACKLOG_GB]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 DIR=${1:-target/bench-queue}
 GB=${2:-5}
 mkdir -p "$DIR"
@@ -29,7 +30,7 @@ B=target/release/examples/queue_bench
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); filesystem: $(df -T "$DIR" | awk 'NR==2 {print $2}') on $(df "$DIR" | awk 'NR==2 {print $1}')"
+machine "filesystem: $(df -T "$DIR" | awk 'NR==2 {print $2}') on $(df "$DIR" | awk 'NR==2 {print $1}')"
 dd_out=$(dd if=/dev/zero of="$DIR/dd.bin" bs=1M count=2048 conv=fdatasync 2>&1 | tail -1)
 rm -f "$DIR/dd.bin"
 DD=$(echo "$dd_out" | awk '{ for (i = 1; i <= NF; i++) if ($(i+1) == "s,") secs = $i } END { printf "%.1f", 2147483648 / secs / 1048576 }')

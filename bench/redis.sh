@@ -12,6 +12,7 @@
 # Events are ~200-byte JSON documents. Usage: bench/redis.sh [EVENTS] (default 1,000,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 N=${1:-1000000}
 for tool in redis-server redis-cli redis-benchmark; do
   command -v $tool >/dev/null || { echo "bench/redis.sh: $tool not found (apt-get install redis-server)" >&2; exit 1; }
@@ -33,7 +34,7 @@ now() { date +%s.%N; }
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); $(date -u +%Y-%m-%d)"
+machine "$(date -u +%Y-%m-%d)"
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); events: $N"
 echo
 
