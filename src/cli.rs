@@ -123,8 +123,9 @@ pub struct TestArgs {
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
 
-    /// Test-case files, or directories of them (*.json, *.yaml, *.yml).
-    #[arg(required = true, value_name = "TESTCASES")]
+    /// Test-case files, or directories of them (*.json, *.yaml, *.yml); none: the tests in
+    /// sluice's format beside the config (`x.conf` → `x.test.yml`).
+    #[arg(value_name = "TESTCASES")]
     pub testcases: Vec<std::path::PathBuf>,
 }
 

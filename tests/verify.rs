@@ -213,6 +213,92 @@ fn the_readme_example_passes() {
         "{out}"
     );
     assert!(out.contains("Summary: ☑ All tests: 1/1"), "{out}");
+    // The same config's tests in sluice's format, found beside it.
+    let (ok, out) = sluice_test(&["--config", config.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("☑ Comparing message 1 of 1 (an sshd login is parsed"),
+        "{out}"
+    );
+    assert!(out.contains("\t ☑ syslog.test.yml: 1/1"), "{out}");
+}
+
+/// sluice's own format: an expectation checks only the fields it lists, `absent` fields must
+/// not be there, the only input needs no id; a wrong value or a present `absent` field fails
+/// with the paths named and the command exits 1. Several inputs need `input:`.
+#[test]
+fn sluice_format_checks_listed_fields_and_absent_ones() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-own-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("kv.conf");
+    std::fs::write(
+        &config,
+        r#"input { stdin {} }
+filter {
+  kv {}
+  mutate { add_field => { "[seen][by]" => "sluice" } }
+  if [drop] { drop {} }
+}
+output { stdout {} }
+"#,
+    )
+    .unwrap();
+    let tests = dir.join("kv.test.yml");
+    let write = |text: &str| std::fs::write(&tests, text).unwrap();
+    write(
+        r#"tests:
+  - name: pairs become fields
+    lines: ["a=1 b=2", "c=3"]
+    expect:
+      - { a: "1", "[seen][by]": sluice }
+      - { c: "3" }
+    absent: [tags, "[seen][who]"]
+  - name: dropped
+    line: "drop=yes"
+    expect: []
+"#,
+    );
+    let (ok, out) = sluice_test(&["--config", config.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(out.contains("Summary: ☑ All tests: 2/2"), "{out}");
+
+    write(
+        r#"tests:
+  - name: wrong
+    line: "a=1 b=2"
+    expect: { a: "2", "[seen][by]": sluice }
+    absent: [b]
+"#,
+    );
+    let (ok, out) = sluice_test(&["--config", config.to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("☐ Comparing message 1 of 1 (wrong) from kv.test.yml"),
+        "{out}"
+    );
+    assert!(out.contains("[a]: expected \"2\", got \"1\""), "{out}");
+    assert!(out.contains("b: expected absent, got \"2\""), "{out}");
+    assert!(out.contains("-  \"a\": \"2\","), "{out}");
+    assert!(out.contains("+  \"a\": \"1\","), "{out}");
+    assert!(out.contains("Summary: ☐ All tests: 0/1"), "{out}");
+
+    std::fs::write(
+        &config,
+        r#"input { stdin { id => "a" } stdin { id => "b" } } output { stdout {} }"#,
+    )
+    .unwrap();
+    write("tests:\n  - line: x\n    expect: { message: x }\n");
+    let (ok, out) = sluice_test(&["--config", config.to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("the config has several inputs (a, b): name one with `input:`"),
+        "{out}"
+    );
+    write("input: b\ntests:\n  - line: x\n    expect: { message: x }\n");
+    let (ok, out) = sluice_test(&["--config", config.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Each test-case file gets its own filters: an aggregate's map starts empty in both files

@@ -13,6 +13,22 @@
 //! other keys are taken as they are; a test case's `fields` replace the file's, key by key;
 //! a test case without `input` feeds one placeholder line whose `message` is removed, so that
 //! its event carries only the fields.
+//!
+//! sluice's own format (a file with `tests` where LFV's has `testcases`) is for what LFV
+//! makes awkward: an expected event lists only the fields it checks (LFV compares whole
+//! events, so every other field needs an `ignore`), `absent` names fields that must not be
+//! there, and the input needs no id when the config has one. Such files live beside the
+//! config (`pipeline.conf` → `pipeline.test.yml`), where `sluice test` finds them alone:
+//!
+//! ```yaml
+//! input: syslog_in            # optional with a single input
+//! fields: { type: syslog }    # optional, given to every test's events
+//! tests:
+//!   - name: an sshd login is parsed
+//!     line: "Nov 24 10:00:01 web1 sshd[42]: Accepted password for bob"   # or lines: [...]
+//!     expect: { program: sshd, "[host][name]": web1 }  # one event; a list for several
+//!     absent: [tags]
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -21,11 +37,22 @@ use serde_json::{Map, Value};
 /// The line fed for a test case without input; its event's `message` is removed.
 pub const DUMMY_LINE: &str = "__lfv_dummy_event";
 
+/// Which format a test-case file is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// logstash-filter-verifier's: whole events compared, LFV's quirks kept.
+    Lfv,
+    /// sluice's own: expected events list only the fields they check.
+    Sluice,
+}
+
 /// One test-case file.
 #[derive(Debug)]
 pub struct TestFile {
     /// The file's name, as reports name it.
     pub name: String,
+    pub format: Format,
+    /// The id of the input the events enter through; empty: the config's only input.
     pub input_plugin: String,
     /// `codec`: `json_lines` makes input lines' field references nested (LFV); the codec that
     /// decodes the lines is the input's own.
@@ -43,6 +70,8 @@ pub struct Case {
     /// The file's `fields` with this case's over them.
     pub fields: Map<String, Value>,
     pub expected: Vec<Value>,
+    /// Fields none of the case's events may have (sluice's format).
+    pub absent: Vec<String>,
 }
 
 const FILE_KEYS: &[&str] = &[
@@ -55,6 +84,57 @@ const FILE_KEYS: &[&str] = &[
     "testcases",
 ];
 const CASE_KEYS: &[&str] = &["description", "input", "fields", "expected"];
+const OWN_FILE_KEYS: &[&str] = &["input", "fields", "tests"];
+const OWN_TEST_KEYS: &[&str] = &["name", "line", "lines", "fields", "expect", "absent"];
+
+/// The test files of sluice's format beside a config: `x.test.yml` (or `.yaml`) for a file
+/// `x.conf`, every `*.test.yml` / `*.test.yaml` in a config directory.
+pub fn beside(config: &str) -> Result<Vec<PathBuf>, String> {
+    let path = Path::new(config);
+    let is_test = |f: &Path| {
+        f.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".test.yml") || n.ends_with(".test.yaml"))
+    };
+    let found: Vec<PathBuf> = if path.is_dir() {
+        let entries =
+            std::fs::read_dir(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.is_file() && is_test(f))
+            .collect();
+        files.sort();
+        files
+    } else if path.is_file() {
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        ["yml", "yaml"]
+            .iter()
+            .map(|ext| path.with_file_name(format!("{stem}.test.{ext}")))
+            .filter(|f| f.is_file())
+            .collect()
+    } else {
+        return Err(format!(
+            "{config}: no test-case files given, and tests are looked for beside a config file \
+             or directory only (name the test-case files)"
+        ));
+    };
+    if found.is_empty() {
+        let looked = match path.is_dir() {
+            true => format!("*.test.yml in {}", path.display()),
+            false => path
+                .with_file_name(format!(
+                    "{}.test.yml",
+                    path.file_stem().unwrap_or_default().to_string_lossy()
+                ))
+                .display()
+                .to_string(),
+        };
+        return Err(format!(
+            "no test-case files given, and none beside the config (looked for {looked})"
+        ));
+    }
+    Ok(found)
+}
 
 /// The test-case files named: files as given, directories' `*.json`, `*.yaml` and `*.yml`
 /// files (not recursive), each list in name order.
@@ -106,7 +186,154 @@ pub fn load(path: &Path) -> Result<TestFile, String> {
     let Value::Object(doc) = doc else {
         return Err(at("expected an object of test-case settings".into()));
     };
-    parse(path, doc).map_err(at)
+    match doc.contains_key("tests") {
+        true => parse_own(path, doc).map_err(at),
+        false => parse(path, doc).map_err(at),
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    )
+}
+
+/// A list of strings (or one string, when `one` allows it).
+fn strings(key: &str, v: &Value, one: bool) -> Result<Vec<String>, String> {
+    match v {
+        Value::String(s) if one => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(format!("{key:?} lists strings, not {other}")),
+            })
+            .collect(),
+        other => Err(format!("{key:?} must be a list of strings, not {other}")),
+    }
+}
+
+/// A file in sluice's own format (see the module docs).
+fn parse_own(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
+    if let Some(key) = doc.keys().find(|k| !OWN_FILE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key {key:?} (known in a file with \"tests\": {})",
+            OWN_FILE_KEYS.join(", ")
+        ));
+    }
+    let input_plugin = match doc.get("input") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => Err(format!("\"input\" is an input's id, not {other}"))?,
+    };
+    let global = match doc.get("fields") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => expand(m),
+        Some(other) => Err(format!("\"fields\" must be an object, not {other}"))?,
+    };
+    let Some(Value::Array(tests)) = doc.get("tests") else {
+        return Err("\"tests\" must be a list of tests".to_owned());
+    };
+    if tests.is_empty() {
+        return Err("\"tests\" is empty".to_owned());
+    }
+    let mut cases = Vec::new();
+    for (i, t) in tests.iter().enumerate() {
+        let Value::Object(t) = t else {
+            return Err(format!("tests[{i}] must be an object"));
+        };
+        let case = own_case(t, &global).map_err(|e| {
+            let name = t.get("name").and_then(Value::as_str);
+            match name {
+                Some(n) => format!("tests[{i}] ({n}): {e}"),
+                None => format!("tests[{i}]: {e}"),
+            }
+        })?;
+        cases.push(case);
+    }
+    let export_metadata = cases
+        .iter()
+        .flat_map(|c| &c.expected)
+        .any(|e| e.get("@metadata").is_some())
+        || cases
+            .iter()
+            .flat_map(|c| &c.absent)
+            .any(|a| a.starts_with("[@metadata]") || a == "@metadata");
+    Ok(TestFile {
+        name: file_name(path),
+        format: Format::Sluice,
+        input_plugin,
+        codec: "line".to_owned(),
+        ignore: Vec::new(),
+        export_metadata,
+        export_outputs: false,
+        cases,
+    })
+}
+
+fn own_case(t: &Map<String, Value>, global: &Map<String, Value>) -> Result<Case, String> {
+    if let Some(key) = t.keys().find(|k| !OWN_TEST_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key {key:?} (known: {})",
+            OWN_TEST_KEYS.join(", ")
+        ));
+    }
+    let lines = match (t.get("line"), t.get("lines")) {
+        (Some(_), Some(_)) => Err("give \"line\" or \"lines\", not both".to_owned())?,
+        (Some(Value::String(s)), None) => vec![s.clone()],
+        (Some(other), None) => Err(format!("\"line\" must be a string, not {other}"))?,
+        (None, Some(v)) => {
+            let lines = strings("lines", v, false)?;
+            if lines.is_empty() {
+                return Err("\"lines\" is empty (leave it out to test fields alone)".into());
+            }
+            lines
+        }
+        // The event carries only the fields.
+        (None, None) => vec![DUMMY_LINE.to_owned()],
+    };
+    let mut fields = global.clone();
+    match t.get("fields") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in expand(m) {
+                fields.insert(k, v);
+            }
+        }
+        Some(other) => Err(format!("\"fields\" must be an object, not {other}"))?,
+    }
+    let expected = match t.get("expect") {
+        None => Err("\"expect\" is required: the events out (an empty list if none)".to_owned())?,
+        Some(Value::Object(m)) => vec![Value::Object(expand(m))],
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match e {
+                Value::Object(m) => Ok(Value::Object(expand(m))),
+                other => Err(format!(
+                    "expect[{i}] must be an object (an event), not {other}"
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => Err(format!(
+            "\"expect\" must be an event or a list of events, not {other}"
+        ))?,
+    };
+    let absent = match t.get("absent") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => strings("absent", v, true)?,
+    };
+    Ok(Case {
+        description: t.get("name").map(|n| match n {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }),
+        lines,
+        fields,
+        expected,
+        absent,
+    })
 }
 
 fn parse(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
@@ -184,10 +411,8 @@ fn parse(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
         Some(other) => Err(format!("\"testcases\" must be a list, not {other}"))?,
     }
     Ok(TestFile {
-        name: path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into(),
-        ),
+        name: file_name(path),
+        format: Format::Lfv,
         input_plugin,
         codec: string("codec")?.unwrap_or_else(|| "line".to_owned()),
         ignore,
@@ -250,6 +475,7 @@ fn parse_case(c: &Map<String, Value>, global: &Map<String, Value>) -> Result<Cas
         lines,
         fields,
         expected,
+        absent: Vec::new(),
     })
 }
 
@@ -374,6 +600,95 @@ mod tests {
             json!({"input_plugin": "i", "fields": {"a": [{"b": 1}]}}),
             "objects inside a list",
         );
+    }
+
+    #[test]
+    fn sluice_format_expectations_are_partial_events_with_nested_references() {
+        let doc = json!({
+            "fields": {"type": "t"},
+            "tests": [
+                {"name": "one", "line": "a", "expect": {"[a][b]": 1, "c": 2}, "absent": "tags"},
+                {"lines": ["x", "y"], "fields": {"[@metadata][m]": 1}, "expect": []},
+                {"expect": [{"[@metadata][k]": "v"}], "absent": ["[x][y]"]}
+            ]
+        });
+        let Value::Object(doc) = doc else {
+            unreachable!()
+        };
+        let f = parse_own(Path::new("t.test.yml"), doc).unwrap();
+        assert_eq!(f.format, Format::Sluice);
+        assert_eq!(f.input_plugin, "");
+        assert!(f.export_metadata, "an expected @metadata field exports it");
+        assert_eq!(f.cases[0].lines, ["a"]);
+        assert_eq!(f.cases[0].expected, [json!({"a": {"b": 1}, "c": 2})]);
+        assert_eq!(f.cases[0].absent, ["tags"]);
+        assert_eq!(f.cases[0].description.as_deref(), Some("one"));
+        assert_eq!(f.cases[1].lines, ["x", "y"]);
+        assert_eq!(
+            Value::Object(f.cases[1].fields.clone()),
+            json!({"type": "t", "@metadata": {"m": 1}})
+        );
+        assert_eq!(f.cases[2].lines, [DUMMY_LINE]);
+        assert_eq!(f.cases[2].absent, ["[x][y]"]);
+    }
+
+    #[test]
+    fn sluice_format_mistakes_are_named() {
+        let check = |doc: Value, want: &str| {
+            let Value::Object(doc) = doc else {
+                unreachable!()
+            };
+            let e = parse_own(Path::new("t.test.yml"), doc).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        };
+        check(json!({"tests": []}), "\"tests\" is empty");
+        check(
+            json!({"tests": [], "testcases": []}),
+            "unknown key \"testcases\"",
+        );
+        check(
+            json!({"tests": [{"name": "n", "line": "a"}]}),
+            "tests[0] (n): \"expect\" is required",
+        );
+        check(
+            json!({"tests": [{"line": "a", "lines": ["b"], "expect": []}]}),
+            "not both",
+        );
+        check(
+            json!({"tests": [{"line": "a", "expect": [1]}]}),
+            "expect[0] must be an object",
+        );
+        check(
+            json!({"tests": [{"line": "a", "expect": [], "absent": [1]}]}),
+            "\"absent\" lists strings",
+        );
+        check(
+            json!({"tests": [{"line": "a", "expected": []}]}),
+            "unknown key \"expected\"",
+        );
+    }
+
+    #[test]
+    fn tests_beside_a_config_are_found_by_its_name() {
+        let dir = std::env::temp_dir().join(format!("sluice-beside-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("p.conf");
+        std::fs::write(&config, "").unwrap();
+        let e = beside(config.to_str().unwrap()).unwrap_err();
+        assert!(e.contains("p.test.yml"), "{e}");
+        std::fs::write(dir.join("p.test.yaml"), "").unwrap();
+        std::fs::write(dir.join("q.test.yml"), "").unwrap();
+        std::fs::write(dir.join("p.yml"), "").unwrap();
+        assert_eq!(
+            beside(config.to_str().unwrap()).unwrap(),
+            [dir.join("p.test.yaml")]
+        );
+        assert_eq!(
+            beside(dir.to_str().unwrap()).unwrap(),
+            [dir.join("p.test.yaml"), dir.join("q.test.yml")]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

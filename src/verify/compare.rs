@@ -124,6 +124,40 @@ pub fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Whether `actual` has what `expected` lists (sluice's format): objects compare key by key
+/// for the keys `expected` has, at every level; anything else compares whole.
+pub fn contains(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(x), Value::Object(y)) => x
+            .iter()
+            .all(|(k, v)| y.get(k).is_some_and(|w| contains(v, w))),
+        _ => same(expected, actual),
+    }
+}
+
+/// `actual` cut down to the keys `expected` lists (at every level of objects), for a diff
+/// that shows only what a partial expectation checks.
+pub fn project(expected: &Value, actual: &Value) -> Value {
+    match (expected, actual) {
+        (Value::Object(x), Value::Object(y)) => Value::Object(
+            x.iter()
+                .filter_map(|(k, v)| y.get(k).map(|w| (k.clone(), project(v, w))))
+                .collect(),
+        ),
+        _ => actual.clone(),
+    }
+}
+
+/// The value at a field reference (`[a][b]`) or top-level name, if there is one.
+pub fn lookup<'v>(doc: &'v Value, field: &str) -> Option<&'v Value> {
+    let parts = bracket_parts(field).unwrap_or_else(|| vec![field]);
+    parts.iter().try_fold(doc, |v, p| match v {
+        Value::Object(m) => m.get(*p),
+        Value::Array(a) => p.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => None,
+    })
+}
+
 /// The paths (`[a][0][b]`) where `actual` differs from `expected`, each with what changed.
 pub fn changed_paths(expected: &Value, actual: &Value) -> Vec<String> {
     let mut out = Vec::new();
@@ -132,15 +166,28 @@ pub fn changed_paths(expected: &Value, actual: &Value) -> Vec<String> {
 }
 
 fn walk(path: &str, e: &Value, a: &Value, out: &mut Vec<String>) {
+    walk_keys(path, e, a, false, out);
+}
+
+/// [`changed_paths`] for a partial expectation: keys `expected` does not list are not
+/// reported.
+pub fn changed_listed_paths(expected: &Value, actual: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    walk_keys("", expected, actual, true, &mut out);
+    out
+}
+
+fn walk_keys(path: &str, e: &Value, a: &Value, listed_only: bool, out: &mut Vec<String>) {
     match (e, a) {
         (Value::Object(x), Value::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            let extra = y.keys().filter(|k| !listed_only || x.contains_key(*k));
+            let mut keys: Vec<&String> = x.keys().chain(extra).collect();
             keys.sort();
             keys.dedup();
             for k in keys {
                 let p = format!("{path}[{k}]");
                 match (x.get(k), y.get(k)) {
-                    (Some(v), Some(w)) => walk(&p, v, w, out),
+                    (Some(v), Some(w)) => walk_keys(&p, v, w, listed_only, out),
                     (Some(_), None) => out.push(format!("{p}: missing")),
                     (None, Some(_)) => out.push(format!("{p}: not expected")),
                     (None, None) => {}
@@ -149,7 +196,7 @@ fn walk(path: &str, e: &Value, a: &Value, out: &mut Vec<String>) {
         }
         (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
             for (i, (v, w)) in x.iter().zip(y).enumerate() {
-                walk(&format!("{path}[{i}]"), v, w, out);
+                walk_keys(&format!("{path}[{i}]"), v, w, listed_only, out);
             }
         }
         _ if same(e, a) => {}
@@ -244,6 +291,28 @@ mod tests {
                 "[t][1]: expected \"y\", got \"z\""
             ]
         );
+    }
+
+    #[test]
+    fn a_partial_expectation_checks_only_the_keys_it_lists() {
+        let a = json!({"a": {"b": 1, "c": 2}, "t": ["x"], "other": true});
+        assert!(contains(&json!({"a": {"b": 1.0}}), &a));
+        assert!(contains(&json!({"t": ["x"]}), &a));
+        assert!(!contains(&json!({"t": []}), &a));
+        assert!(!contains(&json!({"a": {"d": 1}}), &a));
+        assert!(!contains(&json!({"a": 1}), &a));
+        assert_eq!(
+            changed_listed_paths(&json!({"a": {"b": 2, "d": 1}}), &a),
+            ["[a][b]: expected 2, got 1", "[a][d]: missing"]
+        );
+        assert_eq!(
+            project(&json!({"a": {"b": 2}, "z": 1}), &a),
+            json!({"a": {"b": 1}})
+        );
+        assert_eq!(lookup(&a, "[a][c]"), Some(&json!(2)));
+        assert_eq!(lookup(&a, "[t][0]"), Some(&json!("x")));
+        assert_eq!(lookup(&a, "other"), Some(&json!(true)));
+        assert_eq!(lookup(&a, "[a][x]"), None);
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! [`compare`] orders and cleans what the collectors got as LFV does and compares it, event by
 //! event, with the expected events. The report names each comparison (a diff for each
 //! failure: the changed paths, then the two events as JSON); `--junit` writes the same as
-//! JUnit XML. Any failure makes the command fail (exit 1).
+//! JUnit XML. Any failure makes the command fail (exit 1). Test files in sluice's own format
+//! (see [`cases`]) check only the fields they list and are found beside the config when no
+//! test file is named.
 
 pub mod cases;
 pub mod compare;
@@ -35,16 +37,32 @@ struct FileResult {
 
 pub fn test_command(args: &TestArgs) -> Result<(), String> {
     let started = Instant::now();
+    let paths =
+        match (args.testcases.is_empty(), args.config.as_deref()) {
+            (false, _) => cases::find(&args.testcases)?,
+            (true, Some(config)) if args.pipelines.is_none() => cases::beside(config)?,
+            (true, _) => return Err(
+                "sluice test: name the test-case files (tests are looked for beside a --config \
+                 only when there is no --pipelines)"
+                    .to_owned(),
+            ),
+        };
+    // Every file is read first: a bad one fails on its own, and files all in sluice's format
+    // need no plugin ids.
+    let files: Vec<(&std::path::PathBuf, Result<cases::TestFile, String>)> =
+        paths.iter().map(|p| (p, cases::load(p))).collect();
+    let all_sluice = files
+        .iter()
+        .all(|(_, f)| f.as_ref().is_ok_and(|f| f.format == cases::Format::Sluice));
     let harness = setup::Harness::build(&setup::Source {
         config: args.config.as_deref(),
         pipelines: args.pipelines.as_deref(),
         mock: args.mock.as_deref(),
-        add_missing_id: args.add_missing_id,
+        add_missing_id: args.add_missing_id || all_sluice,
     })?;
-    let files = cases::find(&args.testcases)?;
     let mut results = Vec::new();
     let mut report = String::new();
-    for path in &files {
+    for (path, file) in files {
         let t = Instant::now();
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
@@ -53,9 +71,13 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
         // A file that cannot run (a bad file, an input the config lacks, a codec sluice does
         // not have) fails on its own; the other files still run.
         let outcomes = (|| -> Result<Vec<Outcome>, String> {
-            let file = cases::load(path)?;
+            let file = file?;
             let at = |e: String| format!("{}: {e}", path.display());
-            let tap = harness.tap(&file.input_plugin).map_err(at)?;
+            let tap = match file.input_plugin.is_empty() {
+                true => harness.only_tap(),
+                false => harness.tap(&file.input_plugin),
+            }
+            .map_err(at)?;
             let collected = run::Run::new(&harness)
                 .and_then(|r| r.feed(tap, &file))
                 .map_err(at)?;
@@ -116,12 +138,13 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
 }
 
 /// Compares a file's actual events with its expected ones, as LFV does: one failure if the
-/// counts differ, else one comparison per event.
+/// counts differ, else one comparison per event (in sluice's format, of the fields the
+/// expected event lists, and of the case's `absent` fields).
 fn judge(file: &cases::TestFile, actual: &[serde_json::Value]) -> Vec<Outcome> {
-    let expected: Vec<(&serde_json::Value, Option<&str>)> = file
+    let expected: Vec<(&serde_json::Value, &cases::Case)> = file
         .cases
         .iter()
-        .flat_map(|c| c.expected.iter().map(|e| (e, c.description.as_deref())))
+        .flat_map(|c| c.expected.iter().map(move |e| (e, c)))
         .collect();
     if expected.len() != actual.len() {
         let got = serde_json::to_string_pretty(actual).unwrap_or_default();
@@ -145,8 +168,8 @@ fn judge(file: &cases::TestFile, actual: &[serde_json::Value]) -> Vec<Outcome> {
         .iter()
         .zip(actual)
         .enumerate()
-        .map(|(i, ((e, description), a))| {
-            let name = match description {
+        .map(|(i, ((e, case), a))| {
+            let name = match &case.description {
                 Some(d) => format!(
                     "Comparing message {} of {n} ({d}) from {}",
                     i + 1,
@@ -154,20 +177,52 @@ fn judge(file: &cases::TestFile, actual: &[serde_json::Value]) -> Vec<Outcome> {
                 ),
                 None => format!("Comparing message {} of {n} from {}", i + 1, file.name),
             };
-            let failure = (!compare::same(e, a)).then(|| {
-                let mut why = String::new();
-                for p in compare::changed_paths(e, a) {
-                    let _ = writeln!(why, "  {p}");
-                }
-                why.push_str(&compare::line_diff(
-                    &compare::pretty(e),
-                    &compare::pretty(a),
-                ));
-                why
-            });
+            let failure = match file.format {
+                cases::Format::Lfv => (!compare::same(e, a)).then(|| {
+                    let mut why = String::new();
+                    for p in compare::changed_paths(e, a) {
+                        let _ = writeln!(why, "  {p}");
+                    }
+                    why.push_str(&compare::line_diff(
+                        &compare::pretty(e),
+                        &compare::pretty(a),
+                    ));
+                    why
+                }),
+                cases::Format::Sluice => partial_failure(e, &case.absent, a),
+            };
             Outcome { name, failure }
         })
         .collect()
+}
+
+/// Why an event fails a partial expectation, if it does: the listed fields that differ, the
+/// `absent` fields it has, then a diff of the listed fields and, whole, the event.
+fn partial_failure(
+    expected: &serde_json::Value,
+    absent: &[String],
+    actual: &serde_json::Value,
+) -> Option<String> {
+    let present: Vec<(&String, &serde_json::Value)> = absent
+        .iter()
+        .filter_map(|f| compare::lookup(actual, f).map(|v| (f, v)))
+        .collect();
+    if compare::contains(expected, actual) && present.is_empty() {
+        return None;
+    }
+    let mut why = String::new();
+    for p in compare::changed_listed_paths(expected, actual) {
+        let _ = writeln!(why, "  {p}");
+    }
+    for (f, v) in &present {
+        let _ = writeln!(why, "  {f}: expected absent, got {v}");
+    }
+    why.push_str(&compare::line_diff(
+        &compare::pretty(expected),
+        &compare::pretty(&compare::project(expected, actual)),
+    ));
+    let _ = write!(why, "The whole event: {}", compare::pretty(actual));
+    Some(why)
 }
 
 fn xml_escape(s: &str) -> String {

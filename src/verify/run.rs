@@ -9,7 +9,7 @@ use sluice_event::{Event, FieldRef, Value};
 use sluice_pipeline::graph::{self, FilterChain};
 use sluice_pipeline::plugin::InputDecoration;
 
-use super::cases::{bracket_parts, expand, TestFile, DUMMY_LINE};
+use super::cases::{bracket_parts, expand, Format, TestFile, DUMMY_LINE};
 use super::setup::{Harness, Sink, Tap};
 
 /// An event that reached a collector, with that output's id.
@@ -60,7 +60,10 @@ impl<'h> Run<'h> {
         let mut fields = Vec::new();
         for case in &file.cases {
             for line in &case.lines {
-                let line = lfv_line(line, &file.codec);
+                let line = match file.format {
+                    Format::Lfv => lfv_line(line, &file.codec),
+                    Format::Sluice => line.clone(),
+                };
                 // Logstash's plain codec makes an event of an empty chunk too; sluice's
                 // does so for a line (a stream's empty read is no event).
                 if line.is_empty() && tap.codec.name == "plain" {

@@ -144,6 +144,21 @@ impl Harness {
         })
     }
 
+    /// The config's only input (for a test file that names none).
+    pub fn only_tap(&self) -> Result<&Tap, String> {
+        match &self.taps[..] {
+            [tap] => Ok(tap),
+            [] => Err("the config has no input for the test's events to enter through".to_owned()),
+            taps => {
+                let ids: Vec<&str> = taps.iter().map(|t| t.id.as_str()).collect();
+                Err(format!(
+                    "the config has several inputs ({}): name one with `input:`",
+                    ids.join(", ")
+                ))
+            }
+        }
+    }
+
     pub fn tap(&self, id: &str) -> Result<&Tap, String> {
         self.taps.iter().find(|t| t.id == id).ok_or_else(|| {
             let ids: Vec<&str> = self.taps.iter().map(|t| t.id.as_str()).collect();
