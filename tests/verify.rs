@@ -42,8 +42,9 @@ const fn fixture(name: &'static str, extra: &'static [&'static str]) -> Fixture 
     }
 }
 
-/// Every fixture LFV's integration test runs against Logstash 8 (codec_version_7_test is
-/// for Logstash 7 only); the mock files are LFV's `--plugin-mock` arguments.
+/// Every fixture LFV's integration test runs against Logstash 8 (codec_version_7_test, for
+/// Logstash 7 only, has a test of its own below); the mock files are LFV's `--plugin-mock`
+/// arguments.
 const FIXTURES: &[Fixture] = &[
     fixture("basic_pipeline", &["--add-missing-id"]),
     Fixture {
@@ -114,6 +115,46 @@ fn every_lfv_fixture_whose_plugins_sluice_has_passes() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// codec_version_7_test is LFV's fixture for Logstash 7, whose plugins default to
+/// `ecs_compatibility => disabled`: with that default set in its pipelines file (what a
+/// Logstash 7 user upgrading writes), the CEF codec's legacy field names pass; with
+/// Logstash 8's default they do not.
+#[test]
+fn the_logstash_7_fixture_passes_with_ecs_compatibility_disabled_in_pipelines_yml() {
+    let Some(data) = lfv_data() else { return };
+    let dir = std::env::temp_dir().join(format!("sluice-verify-v7-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pipelines = dir.join("pipelines.yml");
+    let original = std::fs::read_to_string(data.join("codec_version_7_test.yml")).unwrap();
+    std::fs::write(
+        &pipelines,
+        format!(
+            "{}\n  pipeline.ecs_compatibility: disabled\n",
+            original.trim_end()
+        ),
+    )
+    .unwrap();
+    let config = data.join("codec_version_7_test");
+    let cases = data.join("testcases/codec_version_7_test");
+    let run = |p: &Path| {
+        sluice_test(&[
+            "--pipelines",
+            p.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            cases.to_str().unwrap(),
+        ])
+    };
+    let (ok, out) = run(&pipelines);
+    assert!(ok, "{out}");
+    assert!(out.contains("Summary: ☑ All tests: 1/1"), "{out}");
+    let (ok, out) = run(&data.join("codec_version_7_test.yml"));
+    assert!(!ok, "{out}");
+    assert!(out.contains("[cefVersion]: missing"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// codec_test's config has inputs with codecs sluice does not have (edn, edn_lines,

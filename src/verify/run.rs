@@ -37,7 +37,7 @@ impl<'h> Run<'h> {
     pub fn new(h: &'h Harness) -> Result<Self, String> {
         let mut stages = Vec::with_capacity(h.stages.len());
         for st in &h.stages {
-            let compiled = graph::compile(&st.config, &h.registry).map_err(|e| e.to_string())?;
+            let compiled = graph::compile(&st.config, &st.registry).map_err(|e| e.to_string())?;
             let chain = compiled.filter_chain();
             stages.push((chain, compiled.output_tree));
         }
@@ -51,8 +51,7 @@ impl<'h> Run<'h> {
 
     /// Feeds the file's lines through `tap` and returns what the collectors got.
     pub fn feed(mut self, tap: &Tap, file: &TestFile) -> Result<Vec<Collected>, String> {
-        let mut codec = self
-            .h
+        let mut codec = self.h.stages[tap.stage]
             .registry
             .build_codec(&tap.codec.source, &tap.codec)
             .map_err(|e| format!("input {:?}: {e}", tap.id))?;

@@ -41,6 +41,8 @@ pub struct Stage {
     pub config: Config,
     /// Per compiled output, by index.
     pub sinks: Vec<Sink>,
+    /// The plugins, with this pipeline's `pipeline.ecs_compatibility` as their default.
+    pub registry: Registry,
     /// The `pipeline` inputs' addresses, with what each input adds to the events it gets.
     pub listens: Vec<(String, InputDecoration)>,
 }
@@ -48,7 +50,6 @@ pub struct Stage {
 pub struct Harness {
     pub stages: Vec<Stage>,
     pub taps: Vec<Tap>,
-    pub registry: Registry,
     /// The order of the final flush: a pipeline after every pipeline that sends to it (as
     /// Logstash stops senders first), so that what a sender's flush releases still meets the
     /// receiver's filters before they flush.
@@ -76,10 +77,17 @@ impl Harness {
             None => Vec::new(),
         };
         let mut used = vec![false; mocks.len()];
-        let registry = sluice_plugins::registry();
+        let plugins = sluice_plugins::registry();
         let mut stages = Vec::new();
         let mut taps = Vec::new();
-        for (id, mut config) in load_configs(src)? {
+        for Loaded {
+            id,
+            mut config,
+            ecs_compatibility,
+        } in load_configs(src)?
+        {
+            let mut registry = plugins.clone();
+            registry.set_ecs_compatibility(ecs_compatibility);
             apply_mocks(&mut config, &mocks, &mut used)?;
             if !src.add_missing_id {
                 require_ids(&config)?;
@@ -125,6 +133,7 @@ impl Harness {
             stages.push(Stage {
                 config,
                 sinks,
+                registry,
                 listens,
             });
         }
@@ -139,7 +148,6 @@ impl Harness {
         Ok(Harness {
             stages,
             taps,
-            registry,
             flush_order,
         })
     }
@@ -198,21 +206,37 @@ fn senders_first(stages: &[Stage]) -> Vec<usize> {
     order
 }
 
-/// `(pipeline id, parsed config)` for each pipeline under test.
-fn load_configs(src: &Source) -> Result<Vec<(String, Config)>, String> {
-    let parse = |id: &str, path: &str| -> Result<(String, Config), String> {
-        let sources = sluice_config::load_path(path).map_err(|e| e.to_string())?;
-        let mut config = sluice_config::parse_sources(&sources).map_err(|e| e.to_string())?;
+/// A pipeline under test, as its settings say to read it.
+struct Loaded {
+    id: String,
+    config: Config,
+    /// `pipeline.ecs_compatibility` of its `pipelines.yml` entry.
+    ecs_compatibility: Option<String>,
+}
+
+/// Each pipeline under test, parsed (with its entry's `config.support_escapes`).
+fn load_configs(src: &Source) -> Result<Vec<Loaded>, String> {
+    let finish = |id: &str, parsed: Result<Config, sluice_config::ParseError>, ecs| {
+        let mut config = parsed.map_err(|e| e.to_string())?;
         config
             .substitute_env(&|name| std::env::var(name).ok())
             .map_err(|e| e.to_string())?;
-        Ok((id.to_owned(), config))
+        Ok::<_, String>(Loaded {
+            id: id.to_owned(),
+            config,
+            ecs_compatibility: ecs,
+        })
     };
     let Some(file) = src.pipelines else {
         let Some(config) = src.config else {
             return Err("sluice test: give --config PATH (or --pipelines FILE)".to_owned());
         };
-        return Ok(vec![parse("main", config)?]);
+        let sources = sluice_config::load_path(config).map_err(|e| e.to_string())?;
+        return Ok(vec![finish(
+            "main",
+            sluice_config::parse_sources(&sources),
+            None,
+        )?]);
     };
     let text =
         std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
@@ -224,22 +248,24 @@ fn load_configs(src: &Source) -> Result<Vec<(String, Config)>, String> {
     };
     let mut out = Vec::new();
     for entry in entries {
-        match (&entry.path_config, &entry.config_string) {
+        let opts = sluice_config::ParseOptions {
+            support_escapes: entry.config_support_escapes.unwrap_or(false),
+        };
+        let ecs = entry.pipeline.ecs_compatibility.clone();
+        let parsed = match (&entry.path_config, &entry.config_string) {
             (Some(p), _) => {
                 let path = if Path::new(p).is_absolute() {
                     PathBuf::from(p)
                 } else {
                     base.join(p)
                 };
-                out.push(parse(&entry.id, &path.to_string_lossy())?);
+                let sources =
+                    sluice_config::load_path(&path.to_string_lossy()).map_err(|e| e.to_string())?;
+                sluice_config::parse_sources_with(&sources, &opts)
             }
             (None, Some(text)) => {
                 let name = format!("config.string of pipeline {}", entry.id);
-                let mut config = sluice_config::parse(&name, text).map_err(|e| e.to_string())?;
-                config
-                    .substitute_env(&|name| std::env::var(name).ok())
-                    .map_err(|e| e.to_string())?;
-                out.push((entry.id.clone(), config));
+                sluice_config::parse_with(&name, text, &opts)
             }
             (None, None) => {
                 return Err(format!(
@@ -247,7 +273,8 @@ fn load_configs(src: &Source) -> Result<Vec<(String, Config)>, String> {
                     entry.id
                 ))
             }
-        }
+        };
+        out.push(finish(&entry.id, parsed, ecs)?);
     }
     Ok(out)
 }
