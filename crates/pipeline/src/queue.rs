@@ -332,14 +332,57 @@ impl EventQueue for MemoryEventQueue {
 }
 
 /// Events a persisted queue has written and no reader has taken yet, kept as they were pushed
-/// so that a reader that keeps up takes them instead of decoding their records. Bounded, as a
-/// memory queue is: once `limit` events are held, pushes keep none until readers catch up,
-/// and readers decode what was not kept. Only ever a shortcut: every event is in the page
-/// file (and checksummed when read) whether it is held or not, and a restart reads the file.
+/// so that a reader that keeps up takes them instead of reading and decoding their records.
+/// Bounded, as a memory queue is: once `limit` events are held, pushes keep none until readers
+/// catch up, and readers read and decode what was not kept. Only ever a shortcut: every event
+/// is in the page file (written, synced and acked as any) whether it is held or not, and a
+/// restart reads the file.
 struct Held {
     /// By sequence, ascending.
-    events: std::collections::VecDeque<(u64, Event)>,
+    events: std::collections::VecDeque<HeldEvent>,
     limit: usize,
+}
+
+struct HeldEvent {
+    seq: u64,
+    /// The page its record is in, and where the record ends: where the reader goes on.
+    page: u64,
+    end: u64,
+    event: Event,
+}
+
+impl Held {
+    /// Answers the queue's reader at `(page, seq)` (see [`PersistedQueue::read_batch_with`]):
+    /// moves up to `max` held events from `seq` on, in sequence and on that page, to `out`.
+    /// Events before `seq` are of records already read (or lost to damage): dropped.
+    fn take(
+        &mut self,
+        page: u64,
+        seq: u64,
+        max: u64,
+        out: &mut Vec<(u64, Event)>,
+    ) -> sluice_queue::Held {
+        let stale = self.events.partition_point(|h| h.seq < seq);
+        self.events.drain(..stale);
+        let mut answer = sluice_queue::Held::default();
+        while let Some(h) = self.events.front() {
+            if h.page != page || h.seq != seq + answer.taken || answer.taken == max {
+                break;
+            }
+            let h = self.events.pop_front().expect("front exists");
+            answer.taken += 1;
+            answer.end = h.end;
+            out.push((h.seq, h.event));
+        }
+        if answer.taken == 0 {
+            answer.next = self
+                .events
+                .front()
+                .filter(|h| h.page == page)
+                .map(|h| h.seq);
+        }
+        answer
+    }
 }
 
 /// Events on disk through [`PersistedQueue`].
@@ -449,16 +492,25 @@ impl EventQueue for PersistedEventQueue {
         let mut kept = kept.into_iter();
         // Not kept for readers: dropped after the push, outside the queue's locks.
         let mut unheld: Vec<Event> = Vec::new();
-        let pushed = self.queue.push_with(&mut batch, &mut |first_seq, records| {
-            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-            let room = held.limit.saturating_sub(held.events.len());
-            let n = records.len();
-            let seqs = first_seq..first_seq + n as u64;
-            held.events
-                .extend(seqs.zip(kept.by_ref().take(n.min(room))));
-            drop(held);
-            unheld.extend(kept.by_ref().take(n.saturating_sub(room)));
-        });
+        let pushed =
+            self.queue.push_with(&mut batch, &mut |run| {
+                let n = run.records.len();
+                let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+                let room = held.limit.saturating_sub(held.events.len()).min(n);
+                let kept_now = run.ends[..room].iter().zip(kept.by_ref());
+                let page = run.page;
+                held.events
+                    .extend((run.first_seq..).zip(kept_now).map(|(seq, (&end, event))| {
+                        HeldEvent {
+                            seq,
+                            page,
+                            end,
+                            event,
+                        }
+                    }));
+                drop(held);
+                unheld.extend(kept.by_ref().take(n - room));
+            });
         drop(unheld);
         // This thread's finished events are freed here, outside any lock.
         drop(self.spent.take(origin));
@@ -473,30 +525,31 @@ impl EventQueue for PersistedEventQueue {
     }
 
     fn read_batch(&self, max: usize, delay: Duration) -> Option<ReadBatch> {
-        let raw = self.queue.read_batch(max, delay)?;
-        let end_seq = raw.first_seq + raw.records.len() as u64;
-        // The batch's events still held from their push, in sequence order (and any older
-        // ones, of records lost to damage: dropped).
-        let mut held: Vec<(u64, Event)> = Vec::new();
-        if !raw.records.is_empty() {
-            let mut h = self.held.lock().unwrap_or_else(|p| p.into_inner());
-            let n = h.events.partition_point(|(seq, _)| *seq < end_seq);
-            held.extend(h.events.drain(..n));
-        }
-        let mut held = held
-            .into_iter()
-            .skip_while(|(seq, _)| *seq < raw.first_seq)
-            .peekable();
-        let mut events = Vec::with_capacity(raw.records.len());
-        for (i, r) in raw.records.iter().enumerate() {
-            let seq = raw.first_seq + i as u64;
-            if let Some((_, mut e)) = held.next_if(|(s, _)| *s == seq) {
+        let mut taken: Vec<(u64, Event)> = Vec::new();
+        let raw = self
+            .queue
+            .read_batch_with(max, delay, &mut |page, seq, max| {
+                taken.clear();
+                let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+                held.take(page, seq, max, &mut taken)
+            })?;
+        let mut events = Vec::with_capacity(raw.held as usize + raw.records.len());
+        if raw.held > 0 {
+            // Held events: no record was read for them.
+            debug_assert_eq!(taken.len() as u64, raw.held);
+            for (seq, mut e) in taken {
                 if let Some(ids) = &self.ids {
                     ids.stamp(&mut e, seq);
                 }
                 events.push(e);
-                continue;
             }
+        } else {
+            // Events taken for a batch the queue then read from its page instead (only if
+            // their word did not fit the page): the records are decoded below.
+            drop(taken);
+        }
+        for (i, r) in raw.records.iter().enumerate() {
+            let seq = raw.first_seq + raw.held + i as u64;
             let decoded =
                 sluice_queue::compression::with_plain(&raw.data[r.clone()], |p| match p {
                     Ok(plain) => sluice_event::binary::decode(plain).map_err(|e| e.to_string()),
@@ -613,7 +666,7 @@ mod tests {
             .unwrap()
             .events
             .iter()
-            .map(|(s, _)| *s)
+            .map(|h| h.seq)
             .collect()
     }
 
@@ -688,6 +741,59 @@ mod tests {
         }
         assert_eq!(batch.events, expected);
         q.ack(batch.token);
+        q.close();
+        q.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A held event's record is not read back: with the page's bytes overwritten after the
+    /// push, the held events still come out whole, while the records that were not held are
+    /// found damaged (skipped and counted), which proves the reader reads those.
+    #[test]
+    fn records_of_held_events_are_skipped_not_read() {
+        let dir = std::env::temp_dir().join(format!("sluice-held-skip-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let q = PersistedEventQueue::open(&dir, sluice_queue::QueueConfig::default())
+            .unwrap()
+            .hold_events(3);
+        let pushed: Vec<Event> = (0..5)
+            .map(|i| Event::with_message(format!("event {i}")))
+            .collect();
+        q.push(pushed.clone()).unwrap();
+        assert_eq!(held_seqs(&q), vec![0, 1, 2]);
+        // Every record's bytes after the page header become garbage.
+        let page = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("page.")
+            })
+            .unwrap();
+        let len = std::fs::metadata(&page).unwrap().len() as usize;
+        let header = sluice_queue::format::PAGE_HEADER_LEN;
+        let f = std::fs::OpenOptions::new().write(true).open(&page).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &vec![0xa5; len - header], header as u64)
+            .unwrap();
+        let held = q.read_batch(10, Duration::ZERO).unwrap();
+        assert_eq!(held.events, pushed[..3]);
+        q.ack(held.token);
+        // Two more, held: the reader reads (and loses) the two damaged records before them.
+        let more: Vec<Event> = (5..7)
+            .map(|i| Event::with_message(format!("event {i}")))
+            .collect();
+        q.push(more.clone()).unwrap();
+        assert_eq!(held_seqs(&q), vec![5, 6]);
+        let rest = q.read_batch(10, Duration::ZERO).unwrap();
+        assert_eq!(rest.events, more);
+        assert_eq!(
+            q.figures().lost_events,
+            2,
+            "the overwritten records are lost"
+        );
+        q.ack(rest.token);
         q.close();
         q.shutdown();
         let _ = std::fs::remove_dir_all(&dir);

@@ -122,5 +122,5 @@ pub use compression::Compression;
 pub use error::{QueueError, StorageError};
 pub use format::RecordBatch;
 pub use memory::{Closed, MemoryQueue};
-pub use persisted::{PersistedQueue, QueueConfig, QueueStats, RawBatch};
+pub use persisted::{Held, PersistedQueue, QueueConfig, QueueStats, RawBatch, Written};
 pub use storage::{lock_dir, FsStorage, QueueFile, Storage};

@@ -29,7 +29,7 @@ impl Inner {
     pub(super) fn flusher_thread(self: Arc<Self>) {
         self.flusher_loop();
         lock(&self.state).flusher_done = true;
-        self.changed.notify_all();
+        self.wake_all();
     }
 
     fn flusher_loop(&self) {
@@ -42,11 +42,13 @@ impl Inner {
             while !st.flush_requested && !st.stopping_flusher && st.pending_delete.is_empty() {
                 let dirty =
                     st.next_seq > st.synced_seq || st.checkpoint_dirty || lazy_since.is_some();
+                st.flusher_waiting = true;
                 let (g, t) = self
                     .flush_wanted
                     .wait_timeout(st, Duration::from_secs(1))
                     .unwrap_or_else(|p| p.into_inner());
                 st = g;
+                st.flusher_waiting = false;
                 if t.timed_out() && dirty {
                     break;
                 }
@@ -87,12 +89,14 @@ impl Inner {
                 tracing::error!(queue = %self.storage.describe(), "{msg}");
                 st.failed = Some(msg);
                 drop(st);
-                self.changed.notify_all();
+                self.wake_all();
                 return;
             }
             st.synced_seq = st.synced_seq.max(target);
+            if st.sync_waiting > 0 {
+                self.synced.notify_all();
+            }
             drop(st);
-            self.changed.notify_all();
             let Some(cp) = checkpoint else {
                 if stopping {
                     return;

@@ -12,6 +12,14 @@
 //!   record bytes; a worker decodes its batch after releasing it.
 //! - `state` is the shared bookkeeping (published records, acks, sizes, sync progress). Held
 //!   only for counter updates; never during I/O.
+//!
+//! Waits: readers wait for records on `readable`, writers for room or disk space on `room`,
+//! for a sync on `synced`, the flusher for work on `flush_wanted`. Each kind of sleeper is
+//! counted in `state`, so that a push, an ack or a sync with nobody waiting for it makes no
+//! wake-up system call, and one wakes only those who wait for what it changed: a push wakes
+//! one reader (which wakes the next if it leaves records), an ack wakes writers waiting for
+//! room. Readers wait without the `read` lock, so a reader waiting for records never holds up
+//! another that has some to read.
 
 pub mod flusher;
 pub mod reader;
@@ -37,7 +45,8 @@ use crate::repeated::Repeated;
 use crate::scan::RecordCursor;
 use crate::storage::{QueueFile, Storage};
 
-pub use reader::{RawBatch, EMPTY_BATCH};
+pub use reader::{Held, RawBatch, EMPTY_BATCH};
+pub use writer::Written;
 
 /// The `queue.*` settings the queue itself uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +180,11 @@ struct State {
     full_logged: bool,
     /// Counts [`PersistedQueue::wake_readers`] calls.
     wakes: u64,
+    /// Sleepers on `readable`, `room` and `synced`; whether the flusher sleeps.
+    readers_waiting: usize,
+    room_waiting: usize,
+    sync_waiting: usize,
+    flusher_waiting: bool,
 }
 
 /// Figures for `queue inspect`, the monitoring API and tests.
@@ -197,8 +211,12 @@ struct Inner {
     write: Mutex<writer::Writer>,
     read: Mutex<reader::Reader>,
     state: Mutex<State>,
-    /// Published records, freed space, sync progress, close.
-    changed: Condvar,
+    /// Records published (or lost, or all acked at a drain), a wake, close.
+    readable: Condvar,
+    /// Space freed by acks, close, failure.
+    room: Condvar,
+    /// Sync progress, failure, the flusher's end.
+    synced: Condvar,
     /// Wakes the flusher.
     flush_wanted: Condvar,
     checkpoints: Mutex<CheckpointStore>,
@@ -245,14 +263,21 @@ impl Inner {
                         self.remove_spares(&spares);
                         continue;
                     }
-                    drop(self.changed.wait_timeout(st, delay));
+                    st.room_waiting += 1;
+                    let mut st = self
+                        .room
+                        .wait_timeout(st, delay)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    st.room_waiting -= 1;
+                    drop(st);
                     delay = (delay * 2).min(Duration::from_secs(1));
                 }
                 Err(e) => {
                     let msg = e.to_string();
                     tracing::error!(queue = %self.storage.describe(), "{msg}; the queue accepts no more writes");
                     lock(&self.state).failed = Some(msg.clone());
-                    self.changed.notify_all();
+                    self.wake_all();
                     return Err(QueueError::Failed(msg));
                 }
             }
@@ -394,6 +419,10 @@ impl PersistedQueue {
                 flusher_done: false,
                 flush_requested: false,
                 wakes: 0,
+                readers_waiting: 0,
+                room_waiting: 0,
+                sync_waiting: 0,
+                flusher_waiting: false,
                 checkpoint_dirty: true,
                 acks_since_checkpoint: 0,
                 unsynced_files: Vec::new(),
@@ -405,7 +434,9 @@ impl PersistedQueue {
                 lost,
                 full_logged: false,
             }),
-            changed: Condvar::new(),
+            readable: Condvar::new(),
+            room: Condvar::new(),
+            synced: Condvar::new(),
             flush_wanted: Condvar::new(),
             checkpoints: Mutex::new(checkpoints),
             shut_down: AtomicBool::new(false),
@@ -430,18 +461,18 @@ impl PersistedQueue {
     /// Appends a batch; blocks while the queue is full or the disk has no space. Returns once
     /// the records are in the page file and, per `checkpoint.writes`, synced.
     pub fn push(&self, batch: &mut crate::format::RecordBatch) -> Result<(), QueueError> {
-        self.inner.push(batch, &mut |_, _| {})
+        self.inner.push(batch, &mut |_| {})
     }
 
-    /// [`PersistedQueue::push`], calling `written(first_seq, records)` for each run of the
-    /// batch's records (indices into the batch) once it is in the page file and before any
-    /// reader can take it: the caller can hand the records' source to readers by sequence
-    /// (see `PersistedEventQueue` in the pipeline crate). Runs come in order, under the
+    /// [`PersistedQueue::push`], calling `written` for each run of the batch's records once
+    /// it is in the page file and before any reader can take it: the caller can keep the
+    /// records' source and hand it to readers itself ([`PersistedQueue::read_batch_with`];
+    /// see `PersistedEventQueue` in the pipeline crate). Runs come in order, under the
     /// queue's write lock, so `written` must be quick.
     pub fn push_with(
         &self,
         batch: &mut crate::format::RecordBatch,
-        written: &mut dyn FnMut(u64, std::ops::Range<usize>),
+        written: &mut dyn FnMut(Written),
     ) -> Result<(), QueueError> {
         self.inner.push(batch, written)
     }
@@ -449,14 +480,36 @@ impl PersistedQueue {
     /// Takes up to `max` records. Waits for a first record, then at most `delay` for more.
     /// `None` once the queue is closed (and, with `queue.drain`, empty).
     pub fn read_batch(&self, max: usize, delay: Duration) -> Option<RawBatch> {
-        self.inner.read_batch(max, delay)
+        self.inner
+            .read_batch(max, delay, &mut |_, _, _| Held::default())
+    }
+
+    /// [`PersistedQueue::read_batch`] for a caller that keeps what it pushed: before reading
+    /// records at `(page, seq)`, the queue asks `held(page, seq, max)` whether the caller
+    /// holds the next records itself. If it takes some ([`Held::taken`], ending at
+    /// [`Held::end`], from what [`Written::ends`] said), the batch is those records, without
+    /// their bytes ([`RawBatch::held`]), and the reader moves past them without reading
+    /// them; otherwise the records are read, up to the next one the caller holds
+    /// ([`Held::next`]). Called under the queue's read lock, so `held` must be quick. The
+    /// records are on disk all the same (written, synced, acked as any); only their reading
+    /// back is skipped.
+    pub fn read_batch_with(
+        &self,
+        max: usize,
+        delay: Duration,
+        held: &mut dyn FnMut(u64, u64, u64) -> Held,
+    ) -> Option<RawBatch> {
+        self.inner.read_batch(max, delay, held)
     }
 
     /// Readers waiting on an empty queue return an empty batch now (token
     /// [`EMPTY_BATCH`], which acks nothing): a periodic flush's tick.
     pub fn wake_readers(&self) {
-        lock(&self.inner.state).wakes += 1;
-        self.inner.changed.notify_all();
+        let mut st = lock(&self.inner.state);
+        st.wakes += 1;
+        if st.readers_waiting > 0 {
+            self.inner.readable.notify_all();
+        }
     }
 
     /// Marks a batch's records as processed. Unknown tokens are ignored.
@@ -544,14 +597,34 @@ impl Inner {
 
     fn request_flush(&self, st: &mut State) {
         st.flush_requested = true;
-        self.flush_wanted.notify_one();
+        if st.flusher_waiting {
+            self.flush_wanted.notify_one();
+        }
     }
 
     fn close(&self) {
         let mut st = lock(&self.state);
         st.closed = true;
         drop(st);
-        self.changed.notify_all();
+        self.wake_all();
+    }
+
+    /// Wakes every sleeper but the flusher: the queue closed or failed, or the flusher ended.
+    fn wake_all(&self) {
+        self.readable.notify_all();
+        self.room.notify_all();
+        self.synced.notify_all();
+    }
+
+    /// After acks (or records lost): writers waiting for room may go on, and at a draining
+    /// close readers wait for the last acks.
+    fn acked(&self, st: &State) {
+        if st.room_waiting > 0 {
+            self.room.notify_all();
+        }
+        if st.closed && st.readers_waiting > 0 {
+            self.readable.notify_all();
+        }
     }
 
     /// Pages whose every record is acked leave the page list (all but the head page); the
@@ -573,8 +646,12 @@ impl Inner {
         if freed > 0 {
             st.used_bytes -= freed;
             st.checkpoint_dirty = true;
-            self.changed.notify_all();
-            self.flush_wanted.notify_one();
+            if st.room_waiting > 0 {
+                self.room.notify_all();
+            }
+            if st.flusher_waiting {
+                self.flush_wanted.notify_one();
+            }
         }
     }
 }

@@ -21,7 +21,11 @@ use crate::storage::QueueFile;
 #[derive(Debug, Default)]
 pub struct RawBatch {
     pub data: Vec<u8>,
-    /// Each record's payload range in `data`.
+    /// The number of records at the start of the batch that the caller held itself (see
+    /// [`super::PersistedQueue::read_batch_with`]): they have no bytes here. Either these or
+    /// `records`.
+    pub held: u64,
+    /// Each record's payload range in `data`, after the held ones.
     pub records: Vec<std::ops::Range<usize>>,
     /// The sequence of the first record; the others follow without gaps.
     pub first_seq: u64,
@@ -31,9 +35,23 @@ pub struct RawBatch {
 /// The token of the empty batch a woken reader returns; acking it does nothing.
 pub const EMPTY_BATCH: u64 = u64::MAX;
 
-/// What a reader does next.
-enum Planned {
-    Read(Plan),
+/// A caller's answer to [`super::PersistedQueue::read_batch_with`]'s question: does it hold
+/// the records from the reader's position on?
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// How many records from the position the caller took (0: none).
+    pub taken: u64,
+    /// Where the last record taken ends in the page (from [`super::Written::ends`]).
+    pub end: u64,
+    /// With none taken: the next sequence the caller holds on this page, if any (the read
+    /// stops before it).
+    pub next: Option<u64>,
+}
+
+/// What a waiting reader found.
+enum Readable {
+    /// Records to take (as many as the batch wants, or its delay is over).
+    Records,
     /// Woken with nothing to read.
     Woken,
 }
@@ -76,29 +94,85 @@ struct Loss {
 }
 
 impl Inner {
-    pub(super) fn read_batch(&self, max: usize, delay: Duration) -> Option<RawBatch> {
+    pub(super) fn read_batch(
+        &self,
+        max: usize,
+        delay: Duration,
+        held: &mut dyn FnMut(u64, u64, u64) -> Held,
+    ) -> Option<RawBatch> {
         let max = max.max(1) as u64;
-        let mut r = lock(&self.read);
+        let wakes = lock(&self.state).wakes;
         let mut deadline: Option<Instant> = None;
         let mut read_errors: Option<Repeated> = None;
         loop {
-            let plan = match self.plan_read(&mut r, max, delay, &mut deadline)? {
-                Planned::Read(plan) => plan,
-                Planned::Woken => {
+            match self.wait_readable(max, delay, &mut deadline, wakes)? {
+                Readable::Records => {}
+                Readable::Woken => {
                     return Some(RawBatch {
-                        data: Vec::new(),
-                        records: Vec::new(),
-                        first_seq: 0,
                         token: EMPTY_BATCH,
+                        ..RawBatch::default()
                     })
                 }
+            }
+            let mut r = lock(&self.read);
+            let Some(mut plan) = self.plan_read(&mut r, max) else {
+                // Unread records the cursor does not reach: not expected (the count and the
+                // pages change together), but never spin on it.
+                drop(r);
+                tracing::debug!(queue = %self.storage.describe(), "unread records not found at the read position; waiting");
+                let mut st = lock(&self.state);
+                st.readers_waiting += 1;
+                let mut st = self
+                    .readable
+                    .wait_timeout(st, Duration::from_millis(10))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+                st.readers_waiting -= 1;
+                continue;
             };
-            let (batch, loss, failed) = read_records(&mut r, &plan);
+            let (seq, offset) = (r.cursor.seq, r.cursor.offset);
+            let answer = held(r.page, seq, plan.take);
+            // The caller's word on where its records end is checked against what the page has
+            // published; if it does not fit (a bug), the records are read instead, which is
+            // always right.
+            let fits = answer.taken <= plan.take && answer.end > offset && answer.end <= plan.limit;
+            if answer.taken > 0 && !fits {
+                tracing::error!(
+                    queue = %self.storage.describe(),
+                    page = r.page,
+                    sequence = seq,
+                    "held records {}..{} said to end at {}, outside the page's {offset}..{}; reading them instead",
+                    seq,
+                    seq + answer.taken,
+                    answer.end,
+                    plan.limit
+                );
+            }
+            let (batch, loss, failed) = if answer.taken > 0 && fits {
+                r.cursor.seek(answer.end, seq + answer.taken);
+                let range = AckRange {
+                    start_seq: seq,
+                    end_seq: seq + answer.taken,
+                    end_offset: answer.end,
+                };
+                let raw = RawBatch {
+                    first_seq: seq,
+                    held: answer.taken,
+                    ..RawBatch::default()
+                };
+                (Some((raw, range)), None, None)
+            } else {
+                if let Some(next) = answer.next.filter(|&n| n > seq && answer.taken == 0) {
+                    plan.take = plan.take.min(next - seq);
+                }
+                read_records(&mut r, &plan)
+            };
             if let Some(e) = failed {
                 read_errors
                     .get_or_insert_with(|| Repeated::new(format!("reading queue page {}", r.page)))
                     .failed(&e, "the records stay queued; retrying");
                 if batch.is_none() && loss.is_none() {
+                    drop(r);
                     std::thread::sleep(Duration::from_millis(100));
                     continue;
                 }
@@ -120,34 +194,61 @@ impl Inner {
                     },
                 );
                 st.unread -= range.end_seq - range.start_seq;
+                // Another reader may be waiting for the rest.
+                if st.unread > 0 && st.readers_waiting > 0 {
+                    self.readable.notify_one();
+                }
                 return Some(RawBatch { token, ..raw });
             }
         }
     }
 
-    /// Waits until there is something to read (or the queue closes) and says what.
-    fn plan_read(
+    /// Waits (without the `read` lock) until there are records to take: at least `max`, or
+    /// some once `delay` has passed since the first was seen. `None` once the queue is closed
+    /// (and, with `queue.drain`, every record acked).
+    fn wait_readable(
         &self,
-        r: &mut Reader,
         max: u64,
         delay: Duration,
         deadline: &mut Option<Instant>,
-    ) -> Option<Planned> {
+        wakes: u64,
+    ) -> Option<Readable> {
         let mut st = lock(&self.state);
-        let wakes = st.wakes;
         loop {
             if st.closed && !(self.cfg.drain && !st.no_drain && st.unacked > 0) {
                 return None;
             }
-            // Move on past pages that are fully read or gone.
-            let pos = st.pages.iter().position(|p| p.num >= r.page);
-            let Some(pos) = pos else {
-                if st.wakes != wakes {
-                    return Some(Planned::Woken);
+            if st.unread > 0 {
+                let now = Instant::now();
+                let due = *deadline.get_or_insert(now + delay);
+                if st.unread >= max || now >= due || st.closed {
+                    return Some(Readable::Records);
                 }
-                st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+                st.readers_waiting += 1;
+                st = self
+                    .readable
+                    .wait_timeout(st, due - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+                st.readers_waiting -= 1;
                 continue;
-            };
+            }
+            if st.wakes != wakes {
+                return Some(Readable::Woken);
+            }
+            st.readers_waiting += 1;
+            st = self.readable.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.readers_waiting -= 1;
+        }
+    }
+
+    /// Says what to read at the reader's position, moving it on to the next page when its
+    /// page is read to the end; `None` if there is nothing to read.
+    fn plan_read(&self, r: &mut Reader, max: u64) -> Option<Plan> {
+        let mut st = lock(&self.state);
+        loop {
+            // Move on past pages that are fully read or gone.
+            let pos = st.pages.iter().position(|p| p.num >= r.page)?;
             let p = &st.pages[pos];
             if p.num != r.page || (r.cursor.seq >= p.end_seq() && pos + 1 < st.pages.len()) {
                 let next = if p.num != r.page { pos } else { pos + 1 };
@@ -158,21 +259,7 @@ impl Inner {
             }
             let available = p.end_seq().saturating_sub(r.cursor.seq);
             if available == 0 {
-                if st.wakes != wakes {
-                    return Some(Planned::Woken);
-                }
-                st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
-            let now = Instant::now();
-            let due = *deadline.get_or_insert(now + delay);
-            if available < max && now < due && !st.closed {
-                st = self
-                    .changed
-                    .wait_timeout(st, due - now)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-                continue;
+                return None;
             }
             let (num, limit, end_seq) = (p.num, p.bytes, p.end_seq());
             let file = match &p.file {
@@ -200,12 +287,12 @@ impl Inner {
                     }
                 },
             };
-            return Some(Planned::Read(Plan {
+            return Some(Plan {
                 file,
                 limit,
                 end_seq,
                 take: available.min(max),
-            }));
+            });
         }
     }
 
@@ -229,7 +316,7 @@ impl Inner {
             st.checkpoint_dirty = true;
         }
         self.release_acked_pages(st);
-        self.changed.notify_all();
+        self.acked(st);
     }
 
     pub(super) fn ack(&self, token: u64) {
@@ -245,10 +332,15 @@ impl Inner {
         st.acks_since_checkpoint += newly;
         if st.acks_since_checkpoint >= self.cfg.checkpoint_acks.max(1) {
             st.checkpoint_dirty = true;
-            self.request_flush(&mut st);
+            // With pushed records waiting for a sync, the round that syncs them (asked for by
+            // the pushes, or the flusher's own within a second) writes this checkpoint too:
+            // one round instead of two, and no sync for the acks alone.
+            if st.next_seq == st.synced_seq {
+                self.request_flush(&mut st);
+            }
         }
         self.release_acked_pages(&mut st);
-        self.changed.notify_all();
+        self.acked(&st);
     }
 }
 

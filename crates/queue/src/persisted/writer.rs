@@ -55,6 +55,21 @@ pub(super) struct Writer {
     head: Option<Head>,
     next_page: u64,
     next_seq: u64,
+    /// Where each record of the run being written ends (kept for its allocation).
+    ends: Vec<u64>,
+}
+
+/// A run of a pushed batch's records, once written: what
+/// [`super::PersistedQueue::push_with`] tells its caller.
+#[derive(Debug)]
+pub struct Written<'a> {
+    /// The sequence of the run's first record; the others follow.
+    pub first_seq: u64,
+    /// The records' indices in the batch.
+    pub records: std::ops::Range<usize>,
+    /// The page they are in, and where in it each one ends.
+    pub page: u64,
+    pub ends: &'a [u64],
 }
 
 impl Writer {
@@ -63,6 +78,7 @@ impl Writer {
             head,
             next_page,
             next_seq,
+            ends: Vec::new(),
         }
     }
 }
@@ -77,7 +93,7 @@ impl Inner {
     pub(super) fn push(
         &self,
         batch: &mut RecordBatch,
-        written: &mut dyn FnMut(u64, std::ops::Range<usize>),
+        written: &mut dyn FnMut(Written),
     ) -> Result<(), QueueError> {
         let n = batch.len();
         if n == 0 {
@@ -92,18 +108,24 @@ impl Inner {
                 });
             }
         }
-        let mut w = lock(&self.write);
+        let mut guard = lock(&self.write);
+        // Through a plain reference, so that the head page and the scratch list of record
+        // ends can be borrowed apart.
+        let w: &mut Writer = &mut guard;
         self.wait_for_space(n as u64, batch.bytes() as u64)?;
         let mut i = 0;
         while i < n {
             let Some(head) = &w.head else {
-                self.start_page(&mut w)?;
+                self.start_page(w)?;
                 continue;
             };
             let room = self.cfg.page_capacity - head.offset;
             let (mut j, mut bytes) = (i, 0u64);
+            let start = head.offset;
+            w.ends.clear();
             while j < n && bytes + batch.record_size(j) as u64 <= room {
                 bytes += batch.record_size(j) as u64;
+                w.ends.push(start + bytes);
                 j += 1;
             }
             if j == i {
@@ -121,7 +143,7 @@ impl Inner {
                 st.head = None;
                 self.release_acked_pages(&mut st);
                 drop(st);
-                self.start_page(&mut w)?;
+                self.start_page(w)?;
                 continue;
             }
             let data = batch.stamp(i..j, w.next_seq);
@@ -130,7 +152,12 @@ impl Inner {
                 file.write_at(offset, data)
                     .context(|| format!("writing queue page {num}"))
             })?;
-            written(w.next_seq, i..j);
+            written(Written {
+                first_seq: w.next_seq,
+                records: i..j,
+                page: num,
+                ends: &w.ends,
+            });
             let head = w.head.as_mut().expect("checked above");
             head.offset += bytes;
             w.next_seq += (j - i) as u64;
@@ -143,12 +170,15 @@ impl Inner {
             st.unacked += (j - i) as u64;
             st.unread += (j - i) as u64;
             st.used_bytes += bytes;
+            // One reader; it wakes the next if it leaves records behind.
+            if st.readers_waiting > 0 {
+                self.readable.notify_one();
+            }
             drop(st);
-            self.changed.notify_all();
             i = j;
         }
         let end_seq = w.next_seq;
-        drop(w);
+        drop(guard);
         let mut st = lock(&self.state);
         let limit = self.cfg.checkpoint_writes.max(1);
         let unsynced = end_seq.saturating_sub(st.synced_seq);
@@ -169,7 +199,9 @@ impl Inner {
                 if st.flusher_done {
                     return Err(QueueError::Closed);
                 }
-                st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+                st.sync_waiting += 1;
+                st = self.synced.wait(st).unwrap_or_else(|p| p.into_inner());
+                st.sync_waiting -= 1;
             }
         }
         Ok(())
@@ -201,7 +233,9 @@ impl Inner {
                     "queue full (queue.max_events / queue.max_bytes): inputs wait for acks"
                 );
             }
-            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.room_waiting += 1;
+            st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.room_waiting -= 1;
         }
     }
 
