@@ -90,7 +90,9 @@
 //!    with its count and sequences and counted in [`QueueStats::lost_events`]. —
 //!    `recovery_never_panics_on_damage`, `scan` unit tests, binary corruption matrix.
 //! 9. The reader checks every record's checksum and sequence as it reads; a damaged record is
-//!    skipped and counted, never retried forever (Vector #18336, #17644). — `scan` unit tests,
+//!    skipped and counted, never retried forever (Vector #18336, #17644). Records whose
+//!    source the pushing caller still holds are not read back ([`PersistedQueue::read_batch_with`]):
+//!    the caller's copy is what was written. — `scan` unit tests,
 //!    `intact_records_around_a_damaged_one_are_delivered`,
 //!    `corrupt_record_costs_that_record_only_and_never_stalls_the_reader_vector_18336`.
 //! 10. A failed fsync fails the queue: nothing written since the last good sync can be called
