@@ -145,9 +145,12 @@ pub enum DecodeError {
 /// does: a caller encoding many events into one buffer grows it rarely. (Measuring the event
 /// first to reserve its exact size cost a third of the encoding.)
 pub fn encode(event: &Event, out: &mut Vec<u8>) {
-    out.push(FORMAT_VERSION);
-    put_map(event.fields(), out);
-    put_map(event.metadata(), out);
+    let mut sink = Sink::new(out);
+    sink.reserve(1);
+    sink.byte(FORMAT_VERSION);
+    put_map(event.fields(), &mut sink);
+    put_map(event.metadata(), &mut sink);
+    sink.finish();
 }
 
 /// The exact number of bytes [`encode`] appends for `event` (a walk of the whole event).
@@ -194,61 +197,177 @@ fn value_len(v: &Value) -> usize {
     }
 }
 
-fn put_varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
+/// Where [`encode`] writes: the spare capacity of a `Vec<u8>`, through a cursor kept in
+/// locals. `Vec::push` reloads and stores the vector's length and checks its capacity for
+/// every byte; here a writer reserves room for a whole item (a tag, a varint, a string) with
+/// one compare, then stores, and the length is set once at the end. Strings up to 32 bytes
+/// (nearly every key, many values) are copied with two overlapping loads and stores instead
+/// of a call to `memcpy`.
+struct Sink<'a> {
+    out: &'a mut Vec<u8>,
+    ptr: *mut u8,
+    len: usize,
+    cap: usize,
+}
+
+impl<'a> Sink<'a> {
+    fn new(out: &'a mut Vec<u8>) -> Self {
+        Sink {
+            ptr: out.as_mut_ptr(),
+            len: out.len(),
+            cap: out.capacity(),
+            out,
+        }
     }
-    out.push(v as u8);
+
+    /// Makes room for `n` more bytes.
+    #[inline(always)]
+    fn reserve(&mut self, n: usize) {
+        if self.cap - self.len < n {
+            self.grow(n);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
+        // SAFETY: the first `len` bytes are initialised (the vector's own, then ours).
+        unsafe { self.out.set_len(self.len) };
+        self.out.reserve(n.max(256));
+        self.ptr = self.out.as_mut_ptr();
+        self.cap = self.out.capacity();
+    }
+
+    /// One byte, with room reserved.
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        debug_assert!(self.len < self.cap);
+        // SAFETY: `reserve` made room (callers reserve before writing).
+        unsafe { self.ptr.add(self.len).write(b) };
+        self.len += 1;
+    }
+
+    /// A varint, with room for 10 bytes reserved.
+    #[inline(always)]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    /// Bytes, with room reserved.
+    #[inline(always)]
+    fn bytes(&mut self, b: &[u8]) {
+        let n = b.len();
+        debug_assert!(self.cap - self.len >= n);
+        let (src, dst) = (b.as_ptr(), unsafe { self.ptr.add(self.len) });
+        // SAFETY: every read is within `b` (the two reads of each case overlap inside it, or
+        // cover it exactly); every write within the `n` reserved bytes at `dst`; source and
+        // destination do not overlap (`b` is not our spare capacity).
+        unsafe {
+            match n {
+                17..=32 => {
+                    let head = src.cast::<[u8; 16]>().read_unaligned();
+                    let tail = src.add(n - 16).cast::<[u8; 16]>().read_unaligned();
+                    dst.cast::<[u8; 16]>().write_unaligned(head);
+                    dst.add(n - 16).cast::<[u8; 16]>().write_unaligned(tail);
+                }
+                8..=16 => {
+                    let head = src.cast::<u64>().read_unaligned();
+                    let tail = src.add(n - 8).cast::<u64>().read_unaligned();
+                    dst.cast::<u64>().write_unaligned(head);
+                    dst.add(n - 8).cast::<u64>().write_unaligned(tail);
+                }
+                4..=7 => {
+                    let head = src.cast::<u32>().read_unaligned();
+                    let tail = src.add(n - 4).cast::<u32>().read_unaligned();
+                    dst.cast::<u32>().write_unaligned(head);
+                    dst.add(n - 4).cast::<u32>().write_unaligned(tail);
+                }
+                0..=3 => {
+                    for i in 0..n {
+                        dst.add(i).write(*src.add(i));
+                    }
+                }
+                _ => std::ptr::copy_nonoverlapping(src, dst, n),
+            }
+        }
+        self.len += n;
+    }
+
+    /// A length-prefixed string, room included.
+    #[inline(always)]
+    fn str(&mut self, s: &str) {
+        self.reserve(10 + s.len());
+        self.varint(s.len() as u64);
+        self.bytes(s.as_bytes());
+    }
+
+    fn finish(self) {
+        // SAFETY: every byte up to `len` was written (or was the vector's), and `len` is
+        // within the capacity.
+        unsafe { self.out.set_len(self.len) };
+    }
 }
 
-fn put_str(s: &str, out: &mut Vec<u8>) {
-    put_varint(s.len() as u64, out);
-    out.extend_from_slice(s.as_bytes());
+/// A varint on its own, for tests that build records by hand.
+#[cfg(test)]
+fn put_varint(v: u64, out: &mut Vec<u8>) {
+    let mut sink = Sink::new(out);
+    sink.reserve(10);
+    sink.varint(v);
+    sink.finish();
 }
 
-fn put_map(m: &Map, out: &mut Vec<u8>) {
-    put_varint(m.len() as u64, out);
+#[inline]
+fn put_map(m: &Map, out: &mut Sink) {
+    out.reserve(10);
+    out.varint(m.len() as u64);
     for (k, v) in m {
-        put_str(k, out);
+        out.str(k);
         put_value(v, out);
     }
 }
 
-fn put_value(v: &Value, out: &mut Vec<u8>) {
+#[inline]
+fn put_value(v: &Value, out: &mut Sink) {
+    // Room for a tag and a varint or 16 bytes; strings reserve their own.
+    out.reserve(17);
     match v {
-        Value::Null => out.push(TAG_NULL),
-        Value::Bool(false) => out.push(TAG_FALSE),
-        Value::Bool(true) => out.push(TAG_TRUE),
+        Value::Null => out.byte(TAG_NULL),
+        Value::Bool(false) => out.byte(TAG_FALSE),
+        Value::Bool(true) => out.byte(TAG_TRUE),
         Value::Int(i) => {
-            out.push(TAG_INT);
-            put_varint(zigzag(*i), out);
+            out.byte(TAG_INT);
+            out.varint(zigzag(*i));
         }
         Value::BigInt(b) => {
-            out.push(TAG_BIGINT);
-            out.extend_from_slice(&b.get().to_le_bytes());
+            out.byte(TAG_BIGINT);
+            out.bytes(&b.get().to_le_bytes());
         }
         Value::Float(f) => {
-            out.push(TAG_FLOAT);
-            out.extend_from_slice(&f.to_bits().to_le_bytes());
+            out.byte(TAG_FLOAT);
+            out.bytes(&f.to_bits().to_le_bytes());
         }
         Value::String(s) => {
-            out.push(TAG_STRING);
-            put_str(s, out);
+            out.byte(TAG_STRING);
+            out.str(s);
         }
         Value::Timestamp(t) => {
-            out.push(TAG_TIMESTAMP);
-            put_varint(zigzag(t.millis()), out);
+            out.byte(TAG_TIMESTAMP);
+            out.varint(zigzag(t.millis()));
         }
         Value::Array(items) => {
-            out.push(TAG_ARRAY);
-            put_varint(items.len() as u64, out);
+            out.byte(TAG_ARRAY);
+            out.varint(items.len() as u64);
             for item in items {
                 put_value(item, out);
             }
         }
         Value::Object(m) => {
-            out.push(TAG_OBJECT);
+            out.byte(TAG_OBJECT);
             put_map(m, out);
         }
     }
@@ -970,6 +1089,36 @@ mod tests {
     fn nesting_up_to_the_limit_round_trips() {
         let e = Event::from_parts(obj(&[("deep", nested(MAX_DEPTH))]), Map::new());
         assert_round_trip(&e);
+    }
+
+    /// The encoder's copies of short strings (overlapping loads and stores, by length class)
+    /// and its growth of the output: every length from 0 to 80, keys and values, into
+    /// vectors with no room, a byte of room, and room to spare, each already holding bytes.
+    #[test]
+    fn strings_of_every_length_encode_byte_for_byte() {
+        for len in 0..=80usize {
+            let text: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            let mut fields = Map::new();
+            fields.insert(
+                Key::from(text.as_str()),
+                Value::String(Str::from(text.as_str())),
+            );
+            let event = Event::from_parts(fields, Map::new());
+            let mut want = vec![0xee, FORMAT_VERSION, 1, len as u8];
+            want.extend_from_slice(text.as_bytes());
+            want.extend_from_slice(&[TAG_STRING, len as u8]);
+            want.extend_from_slice(text.as_bytes());
+            want.push(0);
+            for spare in [0, 1, 3 + 2 * len, 4096] {
+                let mut out = Vec::with_capacity(1 + spare);
+                out.push(0xee);
+                encode(&event, &mut out);
+                assert_eq!(out, want, "length {len}, spare capacity {spare}");
+                assert_eq!(decode(&out[1..]).unwrap(), event);
+            }
+        }
     }
 
     #[test]
