@@ -12,22 +12,26 @@
 #      to fio and to dd
 #   2. queue.checkpoint.writes 1, 1/4/16 writers pushing batches of 125 × 1 KB: events/s
 #   3. drain (read batches of 125 + ack), 1 KB: events/s
-#   4. generator → null (2 workers), memory vs persisted queue (queue.drain: true): ratio, and
-#      the CPU per event the persisted queue adds (user + system time of the two runs)
+#   4. generator → null (2 workers), memory vs persisted queue (queue.drain: true), ROUNDS
+#      alternations (default 5): median ratio, and the CPU per event the persisted queue adds
+#      (user + system time of the whole process, medians)
 #   5. reopen time and RSS with a BACKLOG_GB backlog (default 5)
-# Usage: bench/queue.sh [DIR] [BACKLOG_GB]
+#   6. CPU per event by part, one thread (encode + write + read + decode + ack, against a
+#      memory queue), with held events and with decoding, and the flusher's syncs apart
+# Usage: bench/queue.sh [DIR] [BACKLOG_GB]   (ROUNDS=N in the environment for scenario 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 DIR=${1:-target/bench-queue}
 GB=${2:-5}
+ROUNDS=${ROUNDS:-5}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 command -v fio >/dev/null || { apt-get install -y -qq fio >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }; }
 cargo build --release --quiet --example queue_bench -p sluice-queue
 cargo build --release --quiet
 B=target/release/examples/queue_bench
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }  # two decimals here
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
 machine "filesystem: $(df -T "$DIR" | awk 'NR==2 {print $2}') on $(df "$DIR" | awk 'NR==2 {print $1}')"
@@ -58,7 +62,7 @@ echo "3. drain: read batches of 125 + ack, 1 KB"
 line=$($B --dir "$DIR/q" --scenario drain --mb 1024)
 echo "   $(echo "$line" | field events_per_s) events/s"
 
-echo "4. generator → null, 2 workers, 2,000,000 events"
+echo "4. generator → null, 2 workers, 2,000,000 events; $ROUNDS rounds (memory, then persisted), medians"
 rm -rf "$DIR/e2e" && mkdir -p "$DIR/e2e/settings"
 printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$DIR/e2e/data" > "$DIR/e2e/settings/sluice.yml"
 cfg='input { generator { count => 2000000 } } output { null {} }'
@@ -67,11 +71,22 @@ t() { # command... → "events/s cpu-seconds"
   times=$({ time "$@" >/dev/null; } 2>&1 | tail -1)
   echo "$times" | awk '{ printf "%.0f %.3f\n", 2000000 / $1, $2 + $3 }'
 }
-read -r mem mem_cpu < <(t target/release/sluice --log.level error -w 2 -e "$cfg")
-read -r pq pq_cpu < <(t target/release/sluice --log.level error -w 2 --path.settings "$DIR/e2e/settings" -e "$cfg")
-echo "   memory: $mem events/s, persisted: $pq events/s, ratio $(ratio "$pq" "$mem"); CPU the persisted queue adds: $(awk -v a="$pq_cpu" -v b="$mem_cpu" 'BEGIN { printf "%.2f", (a - b) / 2 }') µs per event ($pq_cpu s against $mem_cpu s)"
+mems=() mem_cpus=() pqs=() pq_cpus=() ratios=()
+for _ in $(seq "$ROUNDS"); do
+  read -r mem mem_cpu < <(t target/release/sluice --log.level error -w 2 -e "$cfg")
+  rm -rf "$DIR/e2e/data"
+  read -r pq pq_cpu < <(t target/release/sluice --log.level error -w 2 --path.settings "$DIR/e2e/settings" -e "$cfg")
+  mems+=("$mem") mem_cpus+=("$mem_cpu") pqs+=("$pq") pq_cpus+=("$pq_cpu") ratios+=("$(ratio "$pq" "$mem")")
+done
+mem=$(echo "${mems[*]}" | median) pq=$(echo "${pqs[*]}" | median)
+mem_cpu=$(echo "${mem_cpus[*]}" | median) pq_cpu=$(echo "${pq_cpus[*]}" | median)
+echo "   memory: $mem events/s, persisted: $pq events/s (medians), ratio $(ratio "$pq" "$mem") (per round: ${ratios[*]})"
+echo "   CPU the persisted queue adds, whole process: $(awk -v a="$pq_cpu" -v b="$mem_cpu" 'BEGIN { printf "%.2f", (a - b) / 2 }') µs per event ($pq_cpu s against $mem_cpu s, medians)"
 
 echo "5. reopen with a ${GB} GB backlog"
 line=$($B --dir "$DIR/q" --scenario reopen --gb "$GB")
 echo "   reopen $(echo "$line" | field reopen_seconds) s, RSS after reopen $(echo "$line" | field rss_mb) MB (growth $(echo "$line" | field rss_growth_mb) MB), first batch read: $(echo "$line" | field first_batch) events"
-rm -rf "$DIR/q" "$DIR/e2e"
+echo "6. CPU per event by part (crates/pipeline/examples/queue_cpu.rs: one thread pushes, reads, acks; the flusher apart)"
+cargo build --release --quiet --example queue_cpu -p sluice-pipeline
+target/release/examples/queue_cpu 2000000 "$DIR/cpu" | sed 's/^/   /'
+rm -rf "$DIR/q" "$DIR/e2e" "$DIR/cpu"
