@@ -293,16 +293,7 @@ fn own_case(t: &Map<String, Value>, global: &Map<String, Value>) -> Result<Case,
         // The event carries only the fields.
         (None, None) => vec![DUMMY_LINE.to_owned()],
     };
-    let mut fields = global.clone();
-    match t.get("fields") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            for (k, v) in expand(m) {
-                fields.insert(k, v);
-            }
-        }
-        Some(other) => Err(format!("\"fields\" must be an object, not {other}"))?,
-    }
+    let fields = case_fields(t, global)?;
     let expected = match t.get("expect") {
         None => Err("\"expect\" is required: the events out (an empty list if none)".to_owned())?,
         Some(Value::Object(m)) => vec![Value::Object(expand(m))],
@@ -441,16 +432,7 @@ fn parse_case(c: &Map<String, Value>, global: &Map<String, Value>) -> Result<Cas
             .collect::<Result<_, _>>()?,
         Some(other) => Err(format!("\"input\" must be a list of lines, not {other}"))?,
     };
-    let mut fields = global.clone();
-    match c.get("fields") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            for (k, v) in expand(m) {
-                fields.insert(k, v);
-            }
-        }
-        Some(other) => Err(format!("\"fields\" must be an object, not {other}"))?,
-    }
+    let fields = case_fields(c, global)?;
     let expected = match c.get("expected") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => {
@@ -477,6 +459,24 @@ fn parse_case(c: &Map<String, Value>, global: &Map<String, Value>) -> Result<Cas
         expected,
         absent: Vec::new(),
     })
+}
+
+/// A test case's `fields` over the file's, key by key (field references made nested).
+fn case_fields(
+    case: &Map<String, Value>,
+    global: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let mut fields = global.clone();
+    match case.get("fields") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in expand(m) {
+                fields.insert(k, v);
+            }
+        }
+        Some(other) => Err(format!("\"fields\" must be an object, not {other}"))?,
+    }
+    Ok(fields)
 }
 
 /// The parts of a field reference written wholly in brackets (`[a][b]` → `a`, `b`).
