@@ -353,6 +353,36 @@ fn group_commit_shares_syncs_among_concurrent_writers() {
     assert_eq!(drain(&q, true).len() as u64, total * 4);
 }
 
+/// A writer far ahead of its readers (twice `checkpoint.writes` unread or more) asks for no
+/// early sync halfway to the limit: waiting for the sync at the limit costs the readers
+/// nothing, and each sync then covers the whole limit, so there are about half as many.
+#[test]
+fn a_writer_far_ahead_of_its_readers_syncs_once_per_checkpoint_writes() {
+    let s = SimStorage::new();
+    s.set_sync_latency(Duration::from_millis(1));
+    let q = open(
+        &s,
+        QueueConfig {
+            checkpoint_writes: 100,
+            page_capacity: 1 << 20,
+            ..cfg()
+        },
+    );
+    // Readers are behind from the 20th push on.
+    push(&q, 0..200);
+    let before = s.file_syncs();
+    for k in 0..400u32 {
+        push(&q, 200 + k * 10..210 + k * 10);
+    }
+    let syncs = s.file_syncs() - before;
+    // 4,000 records: 40 syncs at one per 100 (80 with a sync asked for at 50 each time).
+    assert!(
+        (35..=50).contains(&syncs),
+        "{syncs} syncs for 4,000 records with checkpoint.writes 100"
+    );
+    assert_eq!(drain(&q, true).len(), 4200);
+}
+
 /// Logstash #12040: a page whose header never reached the disk ("expected version 2, found
 /// 0"). Pages are synced with their header before use, so what a crash can leave is a newest
 /// page file with no header and no record: it is removed, and nothing is lost.

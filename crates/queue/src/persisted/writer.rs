@@ -8,7 +8,8 @@
 //! flusher syncs for every waiting writer at once (group commit), so `N = 1` costs one fsync
 //! per *round*, not per writer. A push that leaves N/2 unsynced asks for a sync without
 //! waiting, so a writer that reaches N usually waits only for the rest of that round, not
-//! for a round of its own.
+//! for a round of its own; unless readers are 2N or more records behind, when waiting costs
+//! them nothing and syncs that cover N records each are half as many.
 //!
 //! A full disk: the write (or the creation of the next page) is retried with back-off while
 //! the writer holds the `write` lock, so other writers queue behind it; readers and acks go
@@ -182,9 +183,16 @@ impl Inner {
         let mut st = lock(&self.state);
         let limit = self.cfg.checkpoint_writes.max(1);
         let unsynced = end_seq.saturating_sub(st.synced_seq);
-        if unsynced < limit && unsynced >= limit.div_ceil(2) && !st.flush_requested {
-            // Halfway to the limit: start a sync now, so that it is usually done before a
-            // push reaches the limit and would have to wait for one.
+        // Halfway to the limit: start a sync now, so that it is usually done before a push
+        // reaches the limit and would have to wait for one. Not when readers are far behind
+        // (twice the limit or more unread): a writer that waits for a sync then costs them
+        // nothing, and syncs that each cover the whole limit are half as many.
+        let readers_behind = st.unread >= limit.saturating_mul(2);
+        if unsynced < limit
+            && unsynced >= limit.div_ceil(2)
+            && !readers_behind
+            && !st.flush_requested
+        {
             self.request_flush(&mut st);
         }
         if unsynced >= limit {
