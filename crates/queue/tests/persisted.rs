@@ -795,3 +795,78 @@ fn on_a_full_disk_the_spare_page_gives_its_space_back_first() {
     assert!(!s.names().contains(&spare), "{:?}", s.names());
     assert_eq!(drain(&q, true), names(60..65));
 }
+
+/// `push_with` / `read_batch_with`: a caller that keeps what it pushed takes its records
+/// without their bytes, reads stop before the next record it holds, and a word that does not
+/// fit the page (a caller's bug) makes the queue read the records instead.
+#[test]
+fn a_caller_holding_its_records_takes_them_without_reading_them() {
+    let s = SimStorage::new();
+    let q = open(&s, cfg());
+    let mut b = RecordBatch::new();
+    for i in 0..6u32 {
+        b.push(format!("event-{i:05}").as_bytes());
+    }
+    // (seq, page, end) of every record, as the caller keeps them.
+    let mut kept = Vec::new();
+    q.push_with(&mut b, &mut |run| {
+        for (k, &end) in run.ends.iter().enumerate() {
+            kept.push((run.first_seq + k as u64, run.page, end));
+        }
+    })
+    .unwrap();
+    assert_eq!(kept.len(), 6);
+    let ends: Vec<u64> = kept.iter().map(|k| k.2).collect();
+    assert!(ends.windows(2).all(|w| w[1] - w[0] == ends[1] - ends[0]));
+    // The caller holds records 2..4 only: a read from 0 stops before 2.
+    let holds = |page: u64, seq: u64, max: u64| {
+        let mine = kept.iter().filter(|k| (2..4).contains(&k.0) && k.1 == page);
+        let run: Vec<_> = mine
+            .clone()
+            .skip_while(|k| k.0 != seq)
+            .take(max as usize)
+            .collect();
+        match run.last() {
+            Some(last) => sluice_queue::Held {
+                taken: run.len() as u64,
+                end: last.2,
+                next: None,
+            },
+            None => sluice_queue::Held {
+                next: mine.map(|k| k.0).find(|&s| s > seq),
+                ..Default::default()
+            },
+        }
+    };
+    let first = q
+        .read_batch_with(10, Duration::ZERO, &mut |p, s, m| holds(p, s, m))
+        .unwrap();
+    assert_eq!(
+        (first.first_seq, first.held, first.records.len()),
+        (0, 0, 2)
+    );
+    let held = q
+        .read_batch_with(10, Duration::ZERO, &mut |p, s, m| holds(p, s, m))
+        .unwrap();
+    assert_eq!((held.first_seq, held.held, held.records.len()), (2, 2, 0));
+    assert!(held.data.is_empty(), "held records are not read");
+    // A bogus end: the records are read instead.
+    let bogus = q
+        .read_batch_with(10, Duration::ZERO, &mut |_, _, _| sluice_queue::Held {
+            taken: 1,
+            end: 1 << 40,
+            next: None,
+        })
+        .unwrap();
+    assert_eq!((bogus.first_seq, bogus.held), (4, 0));
+    let got: Vec<String> = bogus
+        .records
+        .iter()
+        .map(|r| String::from_utf8(bogus.data[r.clone()].to_vec()).unwrap())
+        .collect();
+    assert_eq!(got, names(4..6));
+    for t in [first.token, held.token, bogus.token] {
+        q.ack(t);
+    }
+    assert_eq!(q.stats().unacked_events, 0);
+}

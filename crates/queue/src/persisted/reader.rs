@@ -116,11 +116,15 @@ impl Inner {
             }
             let mut r = lock(&self.read);
             let Some(mut plan) = self.plan_read(&mut r, max) else {
-                // Unread records the cursor does not reach: not expected (the count and the
-                // pages change together), but never spin on it.
                 drop(r);
-                tracing::debug!(queue = %self.storage.describe(), "unread records not found at the read position; waiting");
                 let mut st = lock(&self.state);
+                if st.unread == 0 {
+                    // Another reader took them first: wait for more.
+                    continue;
+                }
+                // Unread records the cursor does not reach: not expected (the count and the
+                // pages change together under the `read` lock), but never spin on it.
+                tracing::debug!(queue = %self.storage.describe(), "unread records not found at the read position; waiting");
                 st.readers_waiting += 1;
                 let mut st = self
                     .readable
