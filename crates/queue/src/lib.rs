@@ -56,7 +56,8 @@
 //!    nothing. — `model` (kill operations), `killed_process_loses_nothing_pushed`, binary
 //!    `sigkill_loses_nothing_and_sigterm_duplicates_nothing`.
 //! 2. With `queue.checkpoint.writes = N`, a push returns only with fewer than N records
-//!    unsynced: a power loss can take at most the last N - 1 records of returned pushes. One
+//!    unsynced: a power loss can take at most the last N - 1 records of returned pushes (N = 0
+//!    is no limit, as in Logstash: pages are synced when full, every second, at a stop). One
 //!    fsync serves every waiting writer (group commit), so `N = 1` makes every push durable
 //!    (Vector #22489: acking the source before the data is durable). — `power_loss_at_every_write_boundary*`,
 //!    `group_commit_shares_syncs_among_concurrent_writers`.

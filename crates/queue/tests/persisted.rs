@@ -870,3 +870,40 @@ fn a_caller_holding_its_records_takes_them_without_reading_them() {
     }
     assert_eq!(q.stats().unacked_events, 0);
 }
+
+/// `queue.checkpoint.writes: 0` and `queue.checkpoint.acks: 0` mean no limit, as in Logstash:
+/// pushes never wait for (nor ask for) a sync, and acks ask for no checkpoint; a killed
+/// process still loses nothing (the records are in the page file) and replays the acked
+/// records no checkpoint recorded.
+#[test]
+fn zero_checkpoint_writes_and_acks_mean_no_limit() {
+    let s = SimStorage::new();
+    s.set_sync_latency(Duration::from_millis(20));
+    let q = open(
+        &s,
+        QueueConfig {
+            checkpoint_writes: 0,
+            checkpoint_acks: 0,
+            page_capacity: 1 << 20,
+            ..cfg()
+        },
+    );
+    let before = s.file_syncs();
+    for k in 0..100u32 {
+        push(&q, k * 10..k * 10 + 10);
+    }
+    assert_eq!(s.file_syncs(), before, "no push asked for a sync");
+    assert_eq!(drain(&q, true).len(), 1000);
+    assert_eq!(q.stats().unacked_events, 0);
+    let writes = s.writes();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        s.writes(),
+        writes,
+        "no checkpoint was asked for by the acks"
+    );
+    let killed = s.after_kill();
+    drop(q);
+    let q = open(&killed, cfg());
+    assert_eq!(drain(&q, true), names(0..1000));
+}

@@ -54,7 +54,11 @@ pub struct QueueConfig {
     pub page_capacity: u64,
     pub max_events: u64,
     pub max_bytes: u64,
+    /// `queue.checkpoint.acks`: a checkpoint at least every this many acks; 0 = no limit
+    /// (as Logstash: checkpoints then come with page changes, the flusher's second, a stop).
     pub checkpoint_acks: u64,
+    /// `queue.checkpoint.writes`: a push returns with fewer than this many records unsynced;
+    /// 0 = no limit (as Logstash: pages are synced when full, every second, and at a stop).
     pub checkpoint_writes: u64,
     /// `queue.checkpoint.retry`: retry a checkpoint file's failed rename (Logstash's
     /// `FileCheckpointIO` retries its move).
@@ -81,6 +85,22 @@ impl Default for QueueConfig {
 }
 
 impl QueueConfig {
+    /// `checkpoint_writes` with 0 (no limit) as the largest number.
+    fn write_limit(&self) -> u64 {
+        match self.checkpoint_writes {
+            0 => u64::MAX,
+            n => n,
+        }
+    }
+
+    /// `checkpoint_acks` with 0 (no limit) as the largest number.
+    fn ack_limit(&self) -> u64 {
+        match self.checkpoint_acks {
+            0 => u64::MAX,
+            n => n,
+        }
+    }
+
     fn validate(&self) -> Result<(), QueueError> {
         if self.page_capacity < (PAGE_HEADER_LEN + RECORD_HEADER_LEN + 1) as u64 {
             return Err(QueueError::Config(format!(
