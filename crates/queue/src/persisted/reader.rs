@@ -1,7 +1,9 @@
 //! Reading: workers take batches of published records in sequence order and ack them in any
-//! order. The reader holds the `read` lock while it reads record bytes (through a
+//! order. A reader waits for records on `state` alone (`unread`, the records published and not
+//! yet taken), then holds the `read` lock while it reads record bytes (through a
 //! [`RecordCursor`], the same routine recovery and the tools use) and takes `state` only to
-//! find its page and to publish what it took.
+//! find its page and to publish what it took. A caller that holds the records it pushed
+//! (`read_batch_with`) takes them instead: the cursor moves past their bytes unread.
 //!
 //! Damage never stops the reader: a damaged stretch is skipped up to the next intact record,
 //! and the records it held are counted as lost, logged with their sequences, and acked so
