@@ -762,16 +762,9 @@ mod tests {
         q.push(pushed.clone()).unwrap();
         assert_eq!(held_seqs(&q), vec![0, 1, 2]);
         // Every record's bytes after the page header become garbage.
-        let page = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("page.")
-            })
-            .unwrap();
+        let storage = sluice_queue::FsStorage::new(&dir).unwrap();
+        let first = sluice_queue::page::list_pages(&storage).unwrap()[0];
+        let page = dir.join(sluice_queue::page::page_name(first));
         let len = std::fs::metadata(&page).unwrap().len() as usize;
         let header = sluice_queue::format::PAGE_HEADER_LEN;
         let f = std::fs::OpenOptions::new().write(true).open(&page).unwrap();

@@ -85,22 +85,6 @@ impl Default for QueueConfig {
 }
 
 impl QueueConfig {
-    /// `checkpoint_writes` with 0 (no limit) as the largest number.
-    fn write_limit(&self) -> u64 {
-        match self.checkpoint_writes {
-            0 => u64::MAX,
-            n => n,
-        }
-    }
-
-    /// `checkpoint_acks` with 0 (no limit) as the largest number.
-    fn ack_limit(&self) -> u64 {
-        match self.checkpoint_acks {
-            0 => u64::MAX,
-            n => n,
-        }
-    }
-
     fn validate(&self) -> Result<(), QueueError> {
         if self.page_capacity < (PAGE_HEADER_LEN + RECORD_HEADER_LEN + 1) as u64 {
             return Err(QueueError::Config(format!(
@@ -648,7 +632,9 @@ impl Inner {
     }
 
     /// Pages whose every record is acked leave the page list (all but the head page); the
-    /// flusher deletes their files once a checkpoint no longer names them.
+    /// flusher deletes their files once a checkpoint no longer names them. Writers waiting for
+    /// the room this frees are woken by the caller's [`Inner::acked`] (a writer calls this
+    /// holding the `write` lock, so no other writer can be waiting for room then).
     fn release_acked_pages(&self, st: &mut State) {
         let head = st.head;
         let mut freed = 0;
@@ -666,13 +652,18 @@ impl Inner {
         if freed > 0 {
             st.used_bytes -= freed;
             st.checkpoint_dirty = true;
-            if st.room_waiting > 0 {
-                self.room.notify_all();
-            }
             if st.flusher_waiting {
                 self.flush_wanted.notify_one();
             }
         }
+    }
+}
+
+/// A `queue.checkpoint.*` count as a limit: 0 (no limit, as in Logstash) is the largest number.
+fn limit(setting: u64) -> u64 {
+    match setting {
+        0 => u64::MAX,
+        n => n,
     }
 }
 

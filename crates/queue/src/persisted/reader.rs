@@ -336,7 +336,7 @@ impl Inner {
         let newly = page.acks.ack(info.range);
         st.unacked -= newly;
         st.acks_since_checkpoint += newly;
-        if st.acks_since_checkpoint >= self.cfg.ack_limit() {
+        if st.acks_since_checkpoint >= super::limit(self.cfg.checkpoint_acks) {
             st.checkpoint_dirty = true;
             // With pushed records waiting for a sync, the round that syncs them (asked for by
             // the pushes, or the flusher's own within a second) writes this checkpoint too:

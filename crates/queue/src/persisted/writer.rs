@@ -181,7 +181,7 @@ impl Inner {
         let end_seq = w.next_seq;
         drop(guard);
         let mut st = lock(&self.state);
-        let limit = self.cfg.write_limit();
+        let limit = super::limit(self.cfg.checkpoint_writes);
         let unsynced = end_seq.saturating_sub(st.synced_seq);
         // Halfway to the limit: start a sync now, so that it is usually done before a push
         // reaches the limit and would have to wait for one. Not when readers are far behind
