@@ -91,27 +91,21 @@ const OWN_TEST_KEYS: &[&str] = &["name", "line", "lines", "fields", "expect", "a
 /// `x.conf`, every `*.test.yml` / `*.test.yaml` in a config directory.
 pub fn beside(config: &str) -> Result<Vec<PathBuf>, String> {
     let path = Path::new(config);
-    let is_test = |f: &Path| {
-        f.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(".test.yml") || n.ends_with(".test.yaml"))
-    };
-    let found: Vec<PathBuf> = if path.is_dir() {
-        let entries =
-            std::fs::read_dir(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|f| f.is_file() && is_test(f))
-            .collect();
-        files.sort();
-        files
+    let (found, looked) = if path.is_dir() {
+        let is_test = |f: &Path| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".test.yml") || n.ends_with(".test.yaml"))
+        };
+        let looked = format!("*.test.yml in {}", path.display());
+        (files_in(path, is_test)?, looked)
     } else if path.is_file() {
         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-        ["yml", "yaml"]
-            .iter()
-            .map(|ext| path.with_file_name(format!("{stem}.test.{ext}")))
-            .filter(|f| f.is_file())
-            .collect()
+        let candidates =
+            ["yml", "yaml"].map(|ext| path.with_file_name(format!("{stem}.test.{ext}")));
+        let looked = candidates[0].display().to_string();
+        let found = candidates.into_iter().filter(|f| f.is_file()).collect();
+        (found, looked)
     } else {
         return Err(format!(
             "{config}: no test-case files given, and tests are looked for beside a config file \
@@ -119,21 +113,22 @@ pub fn beside(config: &str) -> Result<Vec<PathBuf>, String> {
         ));
     };
     if found.is_empty() {
-        let looked = match path.is_dir() {
-            true => format!("*.test.yml in {}", path.display()),
-            false => path
-                .with_file_name(format!(
-                    "{}.test.yml",
-                    path.file_stem().unwrap_or_default().to_string_lossy()
-                ))
-                .display()
-                .to_string(),
-        };
         return Err(format!(
             "no test-case files given, and none beside the config (looked for {looked})"
         ));
     }
     Ok(found)
+}
+
+/// The files in `dir` (not recursive) that `wanted` picks, in name order.
+fn files_in(dir: &Path, wanted: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| f.is_file() && wanted(f))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// The test-case files named: files as given, directories' `*.json`, `*.yaml` and `*.yml`
@@ -142,19 +137,12 @@ pub fn find(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let entries =
-                std::fs::read_dir(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| {
-                    f.is_file()
-                        && matches!(
-                            f.extension().and_then(|x| x.to_str()),
-                            Some("json" | "yaml" | "yml")
-                        )
-                })
-                .collect();
-            files.sort();
+            let files = files_in(p, |f| {
+                matches!(
+                    f.extension().and_then(|x| x.to_str()),
+                    Some("json" | "yaml" | "yml")
+                )
+            })?;
             if files.is_empty() {
                 return Err(format!(
                     "{}: no test-case files (*.json, *.yaml, *.yml)",

@@ -178,17 +178,8 @@ fn judge(file: &cases::TestFile, actual: &[serde_json::Value]) -> Vec<Outcome> {
                 None => format!("Comparing message {} of {n} from {}", i + 1, file.name),
             };
             let failure = match file.format {
-                cases::Format::Lfv => (!compare::same(e, a)).then(|| {
-                    let mut why = String::new();
-                    for p in compare::changed_paths(e, a) {
-                        let _ = writeln!(why, "  {p}");
-                    }
-                    why.push_str(&compare::line_diff(
-                        &compare::pretty(e),
-                        &compare::pretty(a),
-                    ));
-                    why
-                }),
+                cases::Format::Lfv => (!compare::same(e, a))
+                    .then(|| paths_and_diff(compare::changed_paths(e, a), e, a)),
                 cases::Format::Sluice => partial_failure(e, &case.absent, a),
             };
             Outcome { name, failure }
@@ -210,19 +201,35 @@ fn partial_failure(
     if compare::contains(expected, actual) && present.is_empty() {
         return None;
     }
+    let paths = compare::changed_listed_paths(expected, actual)
+        .into_iter()
+        .chain(
+            present
+                .iter()
+                .map(|(f, v)| format!("{f}: expected absent, got {v}")),
+        );
+    let listed = compare::project(expected, actual);
+    let mut why = paths_and_diff(paths, expected, &listed);
+    let _ = write!(why, "The whole event: {}", compare::pretty(actual));
+    Some(why)
+}
+
+/// A failure's report: the paths that differ, one a line, then a line diff of the two events
+/// as JSON.
+fn paths_and_diff(
+    paths: impl IntoIterator<Item = String>,
+    expected: &serde_json::Value,
+    actual: &serde_json::Value,
+) -> String {
     let mut why = String::new();
-    for p in compare::changed_listed_paths(expected, actual) {
+    for p in paths {
         let _ = writeln!(why, "  {p}");
-    }
-    for (f, v) in &present {
-        let _ = writeln!(why, "  {f}: expected absent, got {v}");
     }
     why.push_str(&compare::line_diff(
         &compare::pretty(expected),
-        &compare::pretty(&compare::project(expected, actual)),
+        &compare::pretty(actual),
     ));
-    let _ = write!(why, "The whole event: {}", compare::pretty(actual));
-    Some(why)
+    why
 }
 
 fn xml_escape(s: &str) -> String {
