@@ -676,6 +676,18 @@ fn wait_for_spare(s: &SimStorage) -> String {
     panic!("no spare page after ten seconds: {:?}", s.names());
 }
 
+/// Waits until the checkpoint file holds one that `done` accepts.
+fn wait_for_checkpoint(s: &SimStorage, done: impl Fn(&sluice_queue::format::Checkpoint) -> bool) {
+    for _ in 0..1000 {
+        let read = sluice_queue::checkpoint::read(s).unwrap();
+        if read.checkpoint().is_some_and(&done) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the checkpoint awaited was not written in ten seconds");
+}
+
 #[test]
 fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are_never_read() {
     let s = SimStorage::new();
@@ -711,8 +723,16 @@ fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are
     assert_eq!(drain(&q, false), expect, "old records read back");
 
     // A killed process: the restart finds the new records and cuts the old ones, losing
-    // nothing and replaying nothing twice.
+    // nothing and replaying nothing twice. The acks of 0..60 are in the checkpoint the
+    // rollover asked for once the flusher has written it (a kill before that replays them,
+    // as at-least-once allows): the kill waits for it.
     push(&q, 2000..2003);
+    wait_for_checkpoint(&s, |cp| {
+        cp.pages
+            .iter()
+            .filter(|p| p.first_seq < 60)
+            .all(|p| p.first_unacked_seq >= 60)
+    });
     let after = s.after_kill();
     std::mem::forget(q);
     let q = open(&after, c.clone());
