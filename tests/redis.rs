@@ -251,17 +251,27 @@ fn reliable_input_loses_nothing_when_the_consumer_is_killed() {
         ),
     )
     .unwrap();
+    // Each run writes its own file: the SIGKILL can tear the first run's last write (the
+    // kernel stops copying between pages), and `events` reads complete lines only.
     let out = dir.join("out.log");
+    let out2 = dir.join("out2.log");
     // One thread: several threads pushing into the persisted queue at once trip a debug-build
     // overflow check in the queue's group commit (crates/queue/src/persisted.rs, reported).
-    let config = format!(
-        "input {{ redis {{ port => {} key => \"rel\" data_type => \"list\" threads => 1 batch_count => 100 reliable => true reliable_lease => 2 }} }}
-         output {{ {} }}",
-        redis.port,
-        output_file(&out)
-    );
+    let config = |out: &Path| {
+        format!(
+            "input {{ redis {{ port => {} key => \"rel\" data_type => \"list\" threads => 1 batch_count => 100 reliable => true reliable_lease => 2 }} }}
+             output {{ {} }}",
+            redis.port,
+            output_file(out)
+        )
+    };
     let path_settings = settings.to_str().unwrap();
-    let mut first = Sluice::start(&dir, "first", &config, &["--path.settings", path_settings]);
+    let mut first = Sluice::start(
+        &dir,
+        "first",
+        &config(&out),
+        &["--path.settings", path_settings],
+    );
     wait_until(
         "10,000 events before the kill",
         Duration::from_secs(60),
@@ -281,10 +291,15 @@ fn reliable_input_loses_nothing_when_the_consumer_is_killed() {
         line_count(&out)
     );
 
-    let mut second = Sluice::start(&dir, "second", &config, &["--path.settings", path_settings]);
+    let mut second = Sluice::start(
+        &dir,
+        "second",
+        &config(&out2),
+        &["--path.settings", path_settings],
+    );
     let all = (N + 500) as i64;
     wait_until("every event delivered", Duration::from_secs(90), || {
-        tally(&[&out], n).len() as i64 >= all
+        tally(&[&out, &out2], n).len() as i64 >= all
     });
     // The dead consumer's lease runs out and its entry is cleared even if its batch was empty.
     wait_until(
@@ -297,7 +312,7 @@ fn reliable_input_loses_nothing_when_the_consumer_is_killed() {
         },
     );
     second.term();
-    let seen = tally(&[&out], n);
+    let seen = tally(&[&out, &out2], n);
     let missing: Vec<_> = (0..all).filter(|i| !seen.contains_key(i)).take(5).collect();
     assert!(missing.is_empty(), "lost: {missing:?}");
     assert_eq!(c.llen("rel"), 0);
