@@ -255,11 +255,10 @@ fn reliable_input_loses_nothing_when_the_consumer_is_killed() {
     // kernel stops copying between pages), and `events` reads complete lines only.
     let out = dir.join("out.log");
     let out2 = dir.join("out2.log");
-    // One thread: several threads pushing into the persisted queue at once trip a debug-build
-    // overflow check in the queue's group commit (crates/queue/src/persisted.rs, reported).
+    // Four input threads push into the persisted queue at once (concurrent writers).
     let config = |out: &Path| {
         format!(
-            "input {{ redis {{ port => {} key => \"rel\" data_type => \"list\" threads => 1 batch_count => 100 reliable => true reliable_lease => 2 }} }}
+            "input {{ redis {{ port => {} key => \"rel\" data_type => \"list\" threads => 4 batch_count => 100 reliable => true reliable_lease => 2 }} }}
              output {{ {} }}",
             redis.port,
             output_file(out)
