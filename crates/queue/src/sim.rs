@@ -57,6 +57,8 @@ struct Faults {
     writes: AtomicU64,
     file_syncs: AtomicU64,
     dir_syncs: AtomicU64,
+    /// Each [`QueueFile::start_writeback`]: offset, length, and the file's length then.
+    writebacks: Mutex<Vec<(u64, u64, u64)>>,
 }
 
 impl Faults {
@@ -134,6 +136,12 @@ impl QueueFile for SimFile {
         c.durable = c.current.clone();
         c.pending.clear();
         Ok(())
+    }
+
+    fn start_writeback(&self, offset: u64, len: u64) {
+        let file_len = self.content.lock().unwrap().current.len() as u64;
+        let hint = (offset, len, file_len);
+        self.faults.writebacks.lock().unwrap().push(hint);
     }
 
     fn len(&self) -> io::Result<u64> {
@@ -244,6 +252,11 @@ impl SimStorage {
     /// Number of file syncs so far (the page and checkpoint fsyncs).
     pub fn file_syncs(&self) -> u64 {
         self.faults.file_syncs.load(Ordering::SeqCst)
+    }
+
+    /// The writeback hints so far (offset, length, the file's length then), of every file.
+    pub fn writebacks(&self) -> Vec<(u64, u64, u64)> {
+        self.faults.writebacks.lock().unwrap().clone()
     }
 
     /// Number of directory syncs so far.

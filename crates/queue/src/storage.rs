@@ -26,6 +26,10 @@ pub trait QueueFile: Send + Sync {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
     /// Makes every byte written so far, and the file's length, durable.
     fn sync(&self) -> io::Result<()>;
+    /// Starts writing `len` bytes from `offset` to the device without waiting for them, so
+    /// that a later [`QueueFile::sync`] has less to write. Only a hint: nothing is durable
+    /// until `sync`. None by default.
+    fn start_writeback(&self, _offset: u64, _len: u64) {}
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
     /// Cuts (or extends with zeros) the file to `len` bytes; durable after [`QueueFile::sync`].
@@ -101,6 +105,23 @@ impl QueueFile for FsFile {
     fn sync(&self) -> io::Result<()> {
         // fdatasync also writes the length when it changed: what reading the data back needs.
         self.file.sync_data()
+    }
+
+    fn start_writeback(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain system call on a descriptor this file owns; no memory is passed.
+        let r = unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                offset as libc::off64_t,
+                len as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            )
+        };
+        if r != 0 {
+            // A hint: the sync writes the bytes anyway.
+            tracing::trace!(error = %io::Error::last_os_error(), "sync_file_range failed");
+        }
     }
 
     fn len(&self) -> io::Result<u64> {

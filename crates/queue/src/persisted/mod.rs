@@ -357,6 +357,8 @@ impl PersistedQueue {
                     num: p.num,
                     offset: p.bytes,
                     end: len,
+                    kicked: p.bytes,
+                    kicked_seq: next_seq,
                 });
             }
         }
@@ -375,6 +377,8 @@ impl PersistedQueue {
                         num: next_page,
                         offset: PAGE_HEADER_LEN as u64,
                         end: PAGE_HEADER_LEN as u64,
+                        kicked: 0,
+                        kicked_seq: next_seq,
                     });
                     next_page += 1;
                 }

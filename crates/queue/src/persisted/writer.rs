@@ -9,7 +9,9 @@
 //! per *round*, not per writer. A push that leaves N/2 unsynced asks for a sync without
 //! waiting, so a writer that reaches N usually waits only for the rest of that round, not
 //! for a round of its own; unless readers are 2N or more records behind, when waiting costs
-//! them nothing and syncs that cover N records each are half as many.
+//! them nothing and syncs that cover N records each are half as many. Large records fill
+//! many bytes before N/2 of them ask for a sync: every 256 KB of them is handed to the device
+//! at once (`sync_file_range`, no waiting), so that the sync finds them written.
 //!
 //! A full disk: the write (or the creation of the next page) is retried with back-off while
 //! the writer holds the `write` lock, so other writers queue behind it; readers and acks go
@@ -32,7 +34,17 @@ pub(super) struct Head {
     /// The file's length when it became the head page: a page made from a spare holds old
     /// records up to here, cut off when the page stops being the head.
     pub end: u64,
+    /// Where the device was last asked to start writing the page's bytes (see
+    /// [`WRITEBACK_EVERY`]).
+    pub kicked: u64,
+    /// The sequence of the first record after `kicked` (about).
+    pub kicked_seq: u64,
 }
+
+/// The writer asks the device to start writing every this many bytes of a page (without
+/// waiting), so that the flusher's sync finds most of them written already: large records
+/// then stream to the device while more are written, instead of in one burst per sync.
+const WRITEBACK_EVERY: u64 = 256 << 10;
 
 impl Head {
     /// Cuts the old records a page made from a spare still holds after the new ones, so that
@@ -162,6 +174,19 @@ impl Inner {
             let head = w.head.as_mut().expect("checked above");
             head.offset += bytes;
             w.next_seq += (j - i) as u64;
+            // Whole pages of memory only: the last one is still being filled, and the next
+            // write would have to wait for it if it were being written out.
+            let whole = head.offset & !4095;
+            if whole.saturating_sub(head.kicked) >= WRITEBACK_EVERY {
+                // Unless they are so many records that a sync is asked for anyway (at half
+                // of queue.checkpoint.writes): small records are synced often enough.
+                let records = w.next_seq - head.kicked_seq;
+                if records < super::limit(self.cfg.checkpoint_writes).div_ceil(2) {
+                    head.file.start_writeback(head.kicked, whole - head.kicked);
+                }
+                head.kicked = whole;
+                head.kicked_seq = w.next_seq;
+            }
             let mut st = lock(&self.state);
             let page = st.pages.back_mut().expect("the head page is listed");
             debug_assert_eq!(page.num, num);
@@ -281,6 +306,8 @@ impl Inner {
             num,
             offset: PAGE_HEADER_LEN as u64,
             end,
+            kicked: 0,
+            kicked_seq: first_seq,
         });
         let mut st = lock(&self.state);
         let entry = PageCheckpoint::empty(num, first_seq);
