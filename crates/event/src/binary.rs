@@ -521,11 +521,13 @@ impl<'a> Reader<'a> {
 
     /// A map whose entries are values at `depth + 1` if they are containers.
     ///
-    /// The entries are made empty first and then filled in place (the key appended to an
-    /// empty string, the value written into its slot): building each on the stack and moving
-    /// it in reloaded freshly written bytes in wider loads than they were stored with, which
-    /// the processor cannot forward from its store buffer; those stalls cost more than the
-    /// rest of the decoding.
+    /// The entries are made empty first and then filled in place (the key replaced whole, the
+    /// value written into its slot): building each entry on the stack and moving it in
+    /// reloaded freshly written bytes in wider loads than they were stored with, which the
+    /// processor cannot forward from its store buffer; those stalls cost more than the rest
+    /// of the decoding. A key is built whole (`Key::from`) rather than appended to the empty
+    /// one: 24 bytes written at once, where appending went through the string's length and
+    /// capacity checks (`binary_bench`: 165 → 141 ns for five short fields).
     fn map(&mut self, depth: usize) -> Result<Map, Failed> {
         // Every entry takes at least two bytes, so `count` (checked against the remaining
         // bytes) bounds the allocation by the input's size.
@@ -536,7 +538,7 @@ impl<'a> Reader<'a> {
         for (i, (k, v)) in entries.iter_mut().enumerate() {
             let key_offset = self.pos;
             let key = self.str("key length", "key")?;
-            set_str(k, key);
+            *k = Key::from(key);
             self.value_into(depth, v)?;
             // Keys ascend in byte order, which is `Key`'s order too.
             if i > 0 && !follows(previous, key.as_bytes()) {
