@@ -928,6 +928,17 @@ fn zero_checkpoint_writes_and_acks_mean_no_limit() {
     assert_eq!(drain(&q, true), names(0..1000));
 }
 
+/// Pushes `count` copies of `record`, in batches of 100.
+fn push_copies(q: &PersistedQueue, record: &[u8], count: usize) {
+    for _ in 0..count / 100 {
+        let mut b = RecordBatch::new();
+        for _ in 0..100 {
+            b.push(record);
+        }
+        q.push(&mut b).unwrap();
+    }
+}
+
 /// Large records: the writer asks the device to start writing every 256 KB of whole memory
 /// pages, never the page being filled; small ones, which a sync at half of
 /// `queue.checkpoint.writes` covers sooner, get no hint. Nothing else changes: every record
@@ -944,13 +955,7 @@ fn large_records_are_handed_to_the_device_ahead_of_the_sync() {
         },
     );
     let record = vec![b'x'; 1000];
-    for _ in 0..40 {
-        let mut b = RecordBatch::new();
-        for _ in 0..100 {
-            b.push(&record);
-        }
-        q.push(&mut b).unwrap();
-    }
+    push_copies(&q, &record, 4000);
     let hints = s.writebacks();
     // 4,000 records of ~1 KB: about 4 MB, so a page and a spare; at least 12 hints.
     assert!(hints.len() >= 12, "{hints:?}");
@@ -982,14 +987,7 @@ fn large_records_are_handed_to_the_device_ahead_of_the_sync() {
     // is asked for.
     let s = SimStorage::new();
     let q = open(&s, QueueConfig::default());
-    let record = vec![b'y'; 200];
-    for _ in 0..40 {
-        let mut b = RecordBatch::new();
-        for _ in 0..100 {
-            b.push(&record);
-        }
-        q.push(&mut b).unwrap();
-    }
+    push_copies(&q, &[b'y'; 200], 4000);
     assert!(q.stats().unread_events == 4000);
     assert_eq!(s.writebacks(), vec![], "small records");
 }
