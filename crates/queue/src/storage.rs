@@ -8,6 +8,8 @@
 //! - [`QueueFile::write_at`] puts bytes in the file (for a real file system: in the kernel's
 //!   page cache, so they survive the process being killed, not a power loss);
 //! - [`QueueFile::sync`] makes the file's bytes and length durable;
+//! - [`QueueFile::start_writeback`] is a hint that may do nothing and makes nothing durable
+//!   (the real file system starts writing the range to the device without waiting);
 //! - [`Storage::create`], [`Storage::remove`] and [`Storage::rename`] change the directory at
 //!   once for every reader, and durably only after [`Storage::sync_dir`];
 //! - overwriting bytes inside a file's current length needs no new disk space (true of ext4,
