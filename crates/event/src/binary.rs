@@ -433,6 +433,7 @@ impl<'a> Reader<'a> {
         self.buf.len() - self.pos
     }
 
+    #[inline(always)]
     fn byte(&mut self, what: &'static str) -> Result<u8, Failed> {
         match self.buf.get(self.pos) {
             Some(&b) => {
@@ -443,6 +444,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn varint(&mut self, what: &'static str) -> Result<u64, Failed> {
         // Most varints (lengths, counts, small numbers) are one byte.
         if let Some(&b) = self.buf.get(self.pos) {
@@ -485,6 +487,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length or count that must not exceed the bytes left after it; returned as usize.
+    #[inline(always)]
     fn length(&mut self, what: &'static str) -> Result<usize, Failed> {
         let offset = self.pos;
         let declared = self.varint(what)?;
@@ -501,6 +504,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length-prefixed UTF-8 string.
+    #[inline(always)]
     fn str(&mut self, what_len: &'static str, what: &'static str) -> Result<&'a str, Failed> {
         let len = self.length(what_len)?;
         let start = self.pos;
