@@ -97,6 +97,35 @@ impl Run {
         })
     }
 
+    /// Reads stdout on a thread, as [`Run::read_stdout`] does, also counting the lines read so
+    /// far.
+    pub fn read_stdout_counting(
+        &mut self,
+    ) -> (
+        std::thread::JoinHandle<String>,
+        std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let mut stdout = self.child.stdout.take().expect("stdout is piped");
+        let lines = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&lines);
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let mut buf = vec![0u8; 64 << 10];
+            loop {
+                let n = std::io::Read::read(&mut stdout, &mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                all.extend_from_slice(&buf[..n]);
+                let new = buf[..n].iter().filter(|&&b| b == b'\n').count();
+                counted.fetch_add(new, Ordering::Relaxed);
+            }
+            String::from_utf8(all).unwrap()
+        });
+        (reader, lines)
+    }
+
     /// Sends `sig` (`-TERM`, `-INT`, ...).
     pub fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
