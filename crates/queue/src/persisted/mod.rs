@@ -352,14 +352,7 @@ impl PersistedQueue {
                 .map_err(fail)?;
             if len == p.bytes {
                 p.file = Some(Arc::clone(&file));
-                head = Some(writer::Head {
-                    file,
-                    num: p.num,
-                    offset: p.bytes,
-                    end: len,
-                    kicked: p.bytes,
-                    kicked_seq: next_seq,
-                });
+                head = Some(writer::Head::new(file, p.num, p.bytes, len, next_seq));
             }
         }
         let mut next_page = recovered
@@ -372,14 +365,8 @@ impl PersistedQueue {
                 Ok(file) => {
                     let entry = PageCheckpoint::empty(next_page, next_seq);
                     pages.push_back(PageState::new(&entry, Some(Arc::clone(&file))));
-                    head = Some(writer::Head {
-                        file,
-                        num: next_page,
-                        offset: PAGE_HEADER_LEN as u64,
-                        end: PAGE_HEADER_LEN as u64,
-                        kicked: 0,
-                        kicked_seq: next_seq,
-                    });
+                    let header = PAGE_HEADER_LEN as u64;
+                    head = Some(writer::Head::new(file, next_page, header, header, next_seq));
                     next_page += 1;
                 }
                 // The first push creates it, waiting for space.

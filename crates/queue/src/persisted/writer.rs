@@ -46,7 +46,23 @@ pub(super) struct Head {
 /// then stream to the device while more are written, instead of in one burst per sync.
 const WRITEBACK_EVERY: u64 = 256 << 10;
 
+/// The operating system's page of memory: writeback hints cover whole ones.
+const MEMORY_PAGE: u64 = 4096;
+
 impl Head {
+    /// The head page `num`, its next record at `offset` (of sequence `next_seq`), the file
+    /// `end` bytes long.
+    pub fn new(file: Arc<dyn QueueFile>, num: u64, offset: u64, end: u64, next_seq: u64) -> Head {
+        Head {
+            file,
+            num,
+            offset,
+            end,
+            kicked: offset & !(MEMORY_PAGE - 1),
+            kicked_seq: next_seq,
+        }
+    }
+
     /// Cuts the old records a page made from a spare still holds after the new ones, so that
     /// a tail page (and the head page after a graceful stop) ends where its records do.
     /// Returns whether there were any.
@@ -176,7 +192,7 @@ impl Inner {
             w.next_seq += (j - i) as u64;
             // Whole pages of memory only: the last one is still being filled, and the next
             // write would have to wait for it if it were being written out.
-            let whole = head.offset & !4095;
+            let whole = head.offset & !(MEMORY_PAGE - 1);
             if whole.saturating_sub(head.kicked) >= WRITEBACK_EVERY {
                 // Unless they are so many records that a sync is asked for anyway (at half
                 // of queue.checkpoint.writes): small records are synced often enough.
@@ -301,14 +317,13 @@ impl Inner {
             }
         };
         w.next_page += 1;
-        w.head = Some(Head {
-            file: Arc::clone(&file),
+        w.head = Some(Head::new(
+            Arc::clone(&file),
             num,
-            offset: PAGE_HEADER_LEN as u64,
+            PAGE_HEADER_LEN as u64,
             end,
-            kicked: 0,
-            kicked_seq: first_seq,
-        });
+            first_seq,
+        ));
         let mut st = lock(&self.state);
         let entry = PageCheckpoint::empty(num, first_seq);
         st.pages.push_back(PageState::new(&entry, Some(file)));
