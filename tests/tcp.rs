@@ -230,15 +230,9 @@ fn a_full_queue_holds_the_client_back_and_drops_nothing() {
     // Plain TCP has no acknowledgement: what the client wrote may still be in the sockets'
     // buffers (megabytes) when its write returns, and a stop loses what sluice has not read
     // yet, as Logstash's does. So the stop comes once every line is out.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while lines.load(std::sync::atomic::Ordering::Relaxed) < total {
-        assert!(
-            Instant::now() < deadline,
-            "lines stopped coming\n{}",
-            r.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    r.wait_until(&format!("{total} lines on stdout"), 60, || {
+        lines.load(std::sync::atomic::Ordering::Relaxed) >= total
+    });
     std::thread::sleep(Duration::from_millis(500));
     r.signal("-TERM");
     assert!(r.exit(60).success(), "{}", r.log());

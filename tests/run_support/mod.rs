@@ -75,11 +75,19 @@ impl Run {
     }
 
     pub fn wait_log(&self, what: &str, secs: u64) {
+        self.wait_until(&format!("{what:?} in the log"), secs, || {
+            self.log().contains(what)
+        });
+    }
+
+    /// Polls `cond` every 50 ms; fails with `what` and this process's log if it does not hold
+    /// within `secs`.
+    pub fn wait_until(&self, what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(secs);
-        while !self.log().contains(what) {
+        while !cond() {
             assert!(
                 Instant::now() < deadline,
-                "no {what:?} in the log within {secs} s:\n{}",
+                "no {what} within {secs} s:\n{}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
@@ -89,16 +97,10 @@ impl Run {
     /// Reads the process's stdout (started with `Stdio::piped()`) to its end on a thread of
     /// its own; the handle gives the text.
     pub fn read_stdout(&mut self) -> std::thread::JoinHandle<String> {
-        let mut stdout = self.child.stdout.take().expect("stdout is piped");
-        std::thread::spawn(move || {
-            let mut all = String::new();
-            std::io::Read::read_to_string(&mut stdout, &mut all).unwrap();
-            all
-        })
+        self.read_stdout_counting().0
     }
 
-    /// Reads stdout on a thread, as [`Run::read_stdout`] does, also counting the lines read so
-    /// far.
+    /// Reads stdout as [`Run::read_stdout`] does, also counting the lines read so far.
     pub fn read_stdout_counting(
         &mut self,
     ) -> (
