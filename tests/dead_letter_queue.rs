@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use run_support::{read_dead_letters, read_dead_letters_with, temp_dir, Run};
 
@@ -151,15 +151,7 @@ fn dlq_entries_survive_a_sigkill_then_flipped_bytes_and_a_torn_tail() {
     stdin.write_all(lines(0..N).as_bytes()).unwrap();
     drop(stdin);
     let segment1 = dlq.join("main/segment.1");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while records(&segment1).len() < 100 {
-        assert!(
-            Instant::now() < deadline,
-            "no dead letters within 60 s:\n{}",
-            r.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    r.wait_until("dead letters", 60, || records(&segment1).len() >= 100);
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         r.child.try_wait().unwrap().is_none(),

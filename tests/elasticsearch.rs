@@ -7,7 +7,7 @@ mod run_support;
 mod search_support;
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use run_support::{temp_dir, Run};
 use search_support::{count, delete_index, get, send, shared, Kind, PrivateNode};
@@ -224,22 +224,12 @@ fn a_node_stopped_mid_stream_and_restarted_loses_nothing() {
             Stdio::null(),
         );
         // Wait until some, not all, are in.
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let n = get(&format!("{}/{index}/_count", node.url))
+        run.wait_until("indexed event", 120, || {
+            get(&format!("{}/{index}/_count", node.url))
                 .ok()
                 .and_then(|(_, b)| b["count"].as_u64())
-                .unwrap_or(0);
-            if n > 0 {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "nothing indexed in 120 s:\n{}",
-                run.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+                .is_some_and(|n| n > 0)
+        });
         node.kill();
         std::thread::sleep(Duration::from_secs(3));
         assert!(
@@ -320,7 +310,6 @@ fn replay_safe_ids_make_a_replay_after_sigkill_overwrite() {
                output {{ {es} stdout {{ codec => json_lines }} }}"#
         );
         let mut run = Run::start(&dir, &yml, &[], &config, Stdio::null(), Stdio::piped());
-        let deadline = Instant::now() + Duration::from_secs(120);
         let indexed = || {
             send("POST", &format!("{url}/{index}/_refresh"), "");
             get(&format!("{url}/{index}/_count"))
@@ -329,14 +318,9 @@ fn replay_safe_ids_make_a_replay_after_sigkill_overwrite() {
                 .unwrap_or(0)
         };
         // The workers index a batch or two, then block on the pipe.
-        while indexed() < 200 {
-            assert!(
-                Instant::now() < deadline,
-                "{kind:?}: not 200 indexed in 120 s:\n{}",
-                run.log()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        run.wait_until(&format!("200 indexed documents ({kind:?})"), 120, || {
+            indexed() >= 200
+        });
         std::thread::sleep(Duration::from_secs(1));
         run.signal("-KILL");
         run.exit(30);
