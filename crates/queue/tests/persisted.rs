@@ -665,27 +665,30 @@ fn spares(s: &SimStorage) -> Vec<String> {
     names
 }
 
-/// Waits (at most ten seconds) for the flusher to have kept an acked page as a spare.
-fn wait_for_spare(s: &SimStorage) -> String {
+/// Asks `ready` every 10 ms, for at most ten seconds, until it gives something.
+fn poll<T>(mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     for _ in 0..1000 {
-        if let Some(name) = spares(s).pop() {
-            return name;
+        if let Some(found) = ready() {
+            return Some(found);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("no spare page after ten seconds: {:?}", s.names());
+    None
+}
+
+/// Waits (at most ten seconds) for the flusher to have kept an acked page as a spare.
+fn wait_for_spare(s: &SimStorage) -> String {
+    poll(|| spares(s).pop())
+        .unwrap_or_else(|| panic!("no spare page after ten seconds: {:?}", s.names()))
 }
 
 /// Waits until the checkpoint file holds one that `done` accepts.
 fn wait_for_checkpoint(s: &SimStorage, done: impl Fn(&sluice_queue::format::Checkpoint) -> bool) {
-    for _ in 0..1000 {
+    poll(|| {
         let read = sluice_queue::checkpoint::read(s).unwrap();
-        if read.checkpoint().is_some_and(&done) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("the checkpoint awaited was not written in ten seconds");
+        read.checkpoint().is_some_and(&done).then_some(())
+    })
+    .expect("the checkpoint awaited was not written in ten seconds");
 }
 
 #[test]
@@ -801,12 +804,7 @@ fn on_a_full_disk_the_spare_page_gives_its_space_back_first() {
     s.set_space_left(Some(0));
     let q2 = Arc::clone(&q);
     let writer = std::thread::spawn(move || push(&q2, 60..65));
-    for _ in 0..1000 {
-        if writer.is_finished() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    poll(|| writer.is_finished().then_some(()));
     assert!(
         writer.is_finished(),
         "the push still waits for space after ten seconds"
@@ -988,6 +986,6 @@ fn large_records_are_handed_to_the_device_ahead_of_the_sync() {
     let s = SimStorage::new();
     let q = open(&s, QueueConfig::default());
     push_copies(&q, &[b'y'; 200], 4000);
-    assert!(q.stats().unread_events == 4000);
+    assert_eq!(q.stats().unread_events, 4000);
     assert_eq!(s.writebacks(), vec![], "small records");
 }
