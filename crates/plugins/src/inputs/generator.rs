@@ -82,8 +82,12 @@ impl Spec {
                 }
             }
             sequence += 1;
-            if batch.len() >= push_at && ctx.push(std::mem::take(&mut batch)).is_err() {
-                return;
+            if batch.len() >= push_at {
+                // The next batch gets its room at once rather than growing into it.
+                let next = Vec::with_capacity(push_at + self.lines.len());
+                if ctx.push(std::mem::replace(&mut batch, next)).is_err() {
+                    return;
+                }
             }
         }
         // As Logstash: what the codec still holds (a last line without its delimiter) becomes

@@ -68,8 +68,12 @@ impl Input for Stdin {
                 Err(e) => return Err(format!("reading standard input: {e}")),
             };
             self.codec.decode(&buf[..n], &mut events);
-            if !events.is_empty() && !self.push(ctx, std::mem::take(&mut events)) {
-                return Ok(());
+            if !events.is_empty() {
+                // The next read likely makes as many events: room for them at once.
+                let next = Vec::with_capacity(events.len());
+                if !self.push(ctx, std::mem::replace(&mut events, next)) {
+                    return Ok(());
+                }
             }
         }
         self.codec.flush(&mut events);
