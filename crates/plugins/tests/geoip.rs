@@ -476,6 +476,11 @@ fn bad_settings_and_bad_databases_are_config_errors() {
     assert!(err.contains("no default ASN database"), "{err}");
     let err = config_error("filter { geoip { source => ip target => tt database => \"/nonexistent/GeoLite2-City.mmdb\" } }");
     assert!(err.contains("not found"), "{err}");
+    let a_dir = lit(&dir);
+    let err = config_error(&format!(
+        "filter {{ geoip {{ source => ip target => tt database => {a_dir} }} }}"
+    ));
+    assert!(err.contains("it is a directory"), "{err}");
     let not_mmdb = lit(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
     let err = config_error(&format!(
         "filter {{ geoip {{ source => ip target => tt database => {not_mmdb} }} }}"

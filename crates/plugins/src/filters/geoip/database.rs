@@ -19,7 +19,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use maxminddb::{geoip2, MaxMindDbError, Reader};
+use maxminddb::{geoip2, MaxMindDbError, Mmap, Reader};
 use serde::de::{Deserializer, Visitor};
 use serde::Deserialize;
 use sluice_event::{Map, Value};
@@ -326,11 +326,11 @@ impl fmt::Display for LookupError {
 }
 
 enum Readers {
-    One(Reader<Vec<u8>>),
+    One(Reader<Mmap>),
     /// IPv4 and IPv6 in separate files (the default DB-IP database).
     Split {
-        v4: Reader<Vec<u8>>,
-        v6: Reader<Vec<u8>>,
+        v4: Reader<Mmap>,
+        v6: Reader<Mmap>,
     },
 }
 
@@ -348,10 +348,27 @@ impl fmt::Debug for Database {
     }
 }
 
-fn open_reader(path: &Path) -> Result<Reader<Vec<u8>>, String> {
-    Reader::open_readfile(path).map_err(|e| match e {
+/// Maps a database file into memory: its pages are read from the page cache as lookups touch
+/// them, so a start reads nothing up front, and every process (and pipeline) that opens the
+/// file shares one copy. As MaxMind's own readers do; a database is replaced by renaming a new
+/// file over it (what `geoipupdate` and Logstash's database manager do), never by writing into
+/// it.
+fn open_reader(path: &Path) -> Result<Reader<Mmap>, String> {
+    if path.is_dir() {
+        return Err(format!(
+            "the database provided was not found in the path {}: it is a directory",
+            path.display()
+        ));
+    }
+    // SAFETY: the mapping is only read; sluice never writes a database file, and a file that
+    // is replaced by renaming (as database updates are) leaves this mapping on the old one.
+    unsafe { Reader::open_mmap(path) }.map_err(|e| match e {
         MaxMindDbError::Io(io) => format!(
             "the database provided was not found in the path {}: {io}",
+            path.display()
+        ),
+        MaxMindDbError::Mmap(io) => format!(
+            "the database provided in the path {} cannot be mapped into memory: {io}",
             path.display()
         ),
         other => format!(
@@ -361,7 +378,7 @@ fn open_reader(path: &Path) -> Result<Reader<Vec<u8>>, String> {
     })
 }
 
-fn kind_of(reader: &Reader<Vec<u8>>, path: &Path) -> Result<Kind, String> {
+fn kind_of(reader: &Reader<Mmap>, path: &Path) -> Result<Kind, String> {
     let t = &reader.metadata().database_type;
     Kind::from_database_type(t).ok_or_else(|| {
         format!(
@@ -443,7 +460,7 @@ impl Database {
         &self.description
     }
 
-    fn reader(&self, ip: IpAddr) -> &Reader<Vec<u8>> {
+    fn reader(&self, ip: IpAddr) -> &Reader<Mmap> {
         match (&self.readers, ip) {
             (Readers::One(r), _) => r,
             (Readers::Split { v4, .. }, IpAddr::V4(_)) => v4,
