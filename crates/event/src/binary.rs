@@ -379,14 +379,43 @@ fn put_value(v: &Value, out: &mut Sink) {
 
 /// Decodes one event from exactly `bytes`. Never panics; trailing bytes are an error.
 pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
-    let mut r = Reader {
-        buf: bytes,
-        pos: 0,
-        error: None,
-    };
-    match r.event() {
-        Ok(event) => Ok(event),
-        Err(Failed) => Err(r.error.take().expect("a failure records its error")),
+    Decoder::new().decode(bytes)
+}
+
+/// Decodes records one after another, keeping the keys of the last one: the records of a
+/// queue mostly share their keys, in the same order, and a key that matches the one met at
+/// the same place in the last record is copied from it rather than built anew.
+///
+/// (Building a short key writes its bytes into a zeroed buffer on the stack and then loads
+/// that buffer back whole, which the processor cannot forward from its store buffer; copying
+/// a key made long ago loads settled memory. `binary_bench`'s decode row measures it.)
+#[derive(Debug, Default)]
+pub struct Decoder {
+    /// The keys of the last record, in the order they were read (nested maps' included).
+    keys: Vec<Key>,
+}
+
+/// The most keys a [`Decoder`] keeps from one record.
+const CACHED_KEYS: usize = 64;
+
+impl Decoder {
+    pub fn new() -> Self {
+        Decoder::default()
+    }
+
+    /// Decodes one record, as [`decode`] does.
+    pub fn decode(&mut self, bytes: &[u8]) -> Result<Event, DecodeError> {
+        let mut r = Reader {
+            buf: bytes,
+            pos: 0,
+            error: None,
+            keys: &mut self.keys,
+            next_key: 0,
+        };
+        match r.event() {
+            Ok(event) => Ok(event),
+            Err(Failed) => Err(r.error.take().expect("a failure records its error")),
+        }
     }
 }
 
@@ -394,13 +423,16 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
 /// `Result<Value, Failed>` is no larger than a `Value` and the hot path moves little.
 struct Failed;
 
-struct Reader<'a> {
+struct Reader<'a, 'k> {
     buf: &'a [u8],
     pos: usize,
     error: Option<DecodeError>,
+    /// The [`Decoder`]'s keys of the last record, and the place of the next key in this one.
+    keys: &'k mut Vec<Key>,
+    next_key: usize,
 }
 
-impl<'a> Reader<'a> {
+impl<'a> Reader<'a, '_> {
     fn event(&mut self) -> Result<Event, Failed> {
         let version = self.byte("format version")?;
         if version != FORMAT_VERSION {
@@ -511,7 +543,7 @@ impl<'a> Reader<'a> {
         let bytes = &self.buf[start..start + len];
         self.pos += len;
         // Nearly every key and most values are ASCII, which a word-at-a-time check settles.
-        if bytes.is_ascii() {
+        if is_ascii(bytes) {
             // SAFETY: ASCII is valid UTF-8.
             return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
         }
@@ -542,7 +574,7 @@ impl<'a> Reader<'a> {
         for (i, (k, v)) in entries.iter_mut().enumerate() {
             let key_offset = self.pos;
             let key = self.str("key length", "key")?;
-            *k = Key::from(key);
+            self.set_key(k, key);
             self.value_into(depth, v)?;
             // Keys ascend in byte order, which is `Key`'s order too.
             if i > 0 && !follows(previous, key.as_bytes()) {
@@ -551,6 +583,27 @@ impl<'a> Reader<'a> {
             previous = key.as_bytes();
         }
         Ok(Map::from_sorted_store_unchecked(entries))
+    }
+
+    /// Sets the empty `k` to `key`: a copy of the key at the same place in the last record
+    /// if it is the same (see [`Decoder`]), else a new one, kept for the next record.
+    #[inline(always)]
+    fn set_key(&mut self, k: &mut Key, key: &str) {
+        let i = self.next_key;
+        self.next_key += 1;
+        match self.keys.get_mut(i) {
+            Some(last) if last.as_str() == key => k.clone_from(last),
+            Some(last) => {
+                *k = Key::from(key);
+                last.clone_from(k);
+            }
+            None => {
+                *k = Key::from(key);
+                if i < CACHED_KEYS {
+                    self.keys.push(k.clone());
+                }
+            }
+        }
     }
 
     /// One value held by a container at `depth` (0 = the fields or metadata map), written
@@ -608,17 +661,44 @@ impl<'a> Reader<'a> {
                     // Every element takes at least one byte, so `count` (checked against
                     // the remaining bytes) bounds the allocation by the input's size.
                     let count = self.length("array count")?;
-                    let mut items = Vec::with_capacity(count);
+                    // Made in its slot, then filled: a vector built on the stack and moved
+                    // in was reloaded in wider loads than it was stored with (as in `map`).
+                    *slot = Value::Array(Vec::with_capacity(count));
+                    let Value::Array(items) = slot else {
+                        unreachable!("just set")
+                    };
                     items.resize_with(count, Default::default);
-                    for item in &mut items {
+                    for item in items {
                         self.value_into(depth + 1, item)?;
                     }
-                    *slot = Value::Array(items);
                 }
             }
             tag => return Err(self.fail(DecodeError::UnknownTag { tag, offset })),
         }
         Ok(())
+    }
+}
+
+/// Whether every byte is ASCII. `<[u8]>::is_ascii` checks the bytes after its last 64-byte
+/// block one by one, which is most of a short string; here they are read as a few words, the
+/// last ones overlapping the ones before.
+#[inline(always)]
+fn is_ascii(b: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let n = b.len();
+    let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    if n >= 8 {
+        let mut any = word(n - 8);
+        let mut words = b.chunks_exact(8);
+        for w in &mut words {
+            any |= u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        }
+        any & HIGH == 0
+    } else if n >= 4 {
+        let half = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        (half(0) | half(n - 4)) & HIGH as u32 == 0
+    } else {
+        b.iter().fold(0, |any, &c| any | c) < 0x80
     }
 }
 
@@ -808,10 +888,13 @@ mod tests {
             let mut out = Vec::new();
             put_varint(v, &mut out);
             assert_eq!(out.len(), varint_len(v), "{v}");
+            let mut keys = Vec::new();
             let mut r = Reader {
                 buf: &out,
                 pos: 0,
                 error: None,
+                keys: &mut keys,
+                next_key: 0,
             };
             assert!(matches!(r.varint("test"), Ok(x) if x == v));
             assert_eq!(r.pos, out.len());
@@ -1156,6 +1239,19 @@ mod tests {
                 4 + 2 * MAX_DEPTH
             )
         );
+    }
+
+    #[test]
+    fn ascii_check_sees_every_byte() {
+        for n in 0..80 {
+            let plain = vec![b'a'; n];
+            assert!(is_ascii(&plain), "{n}");
+            for at in 0..n {
+                let mut high = plain.clone();
+                high[at] = 0x80;
+                assert!(!is_ascii(&high), "{n} bytes, 0x80 at {at}");
+            }
+        }
     }
 
     #[test]

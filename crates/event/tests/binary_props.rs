@@ -2,7 +2,7 @@
 
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
-use sluice_event::binary::{decode, encode, encoded_len, DecodeError};
+use sluice_event::binary::{decode, encode, encoded_len, DecodeError, Decoder};
 use sluice_event::{Event, Key, Map, Timestamp, Value};
 
 /// Equality that compares floats by their bits, so NaN payloads and -0.0 count.
@@ -155,6 +155,58 @@ proptest! {
                 copy[i] ^= m;
                 let _ = check_decode(&copy);
                 copy[i] = bytes[i];
+            }
+        }
+    }
+}
+
+/// `e` without its first field (so that every later key moves one place up).
+fn without_first_field(e: &Event) -> Event {
+    let mut fields = e.fields().clone();
+    if let Some(first) = fields.iter().next().map(|(k, _)| k.clone()) {
+        fields.remove(&first);
+    }
+    Event::from_parts(fields, e.metadata().clone())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// One decoder for many records (it reuses the last record's keys) decodes each exactly as
+    /// a fresh one does: records of the same keys, of keys moved one place, of other keys, and
+    /// damaged ones in between.
+    #[test]
+    fn one_decoder_decodes_each_record_as_a_fresh_one(
+        events in vec(event(), 1..6),
+        damaged in vec((vec(any::<u8>(), 0..48), any::<usize>(), 1u8..=255), 0..4),
+    ) {
+        let mut records = Vec::new();
+        for e in &events {
+            records.push(enc(e));
+            records.push(enc(&without_first_field(e)));
+            records.push(enc(e));
+        }
+        for (i, (bytes, at, mask)) in damaged.into_iter().enumerate() {
+            // Random bytes, and a good record with one byte flipped.
+            let mut flipped = records[i % records.len()].clone();
+            let n = flipped.len();
+            flipped[at % n] ^= mask;
+            let place = at % records.len();
+            records.insert(place, bytes);
+            records.insert(place, flipped);
+        }
+        let mut decoder = Decoder::new();
+        for bytes in &records {
+            let fresh = decode(bytes);
+            let reused = decoder.decode(bytes);
+            match (&fresh, &reused) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert!(same_map(a.fields(), b.fields()));
+                    prop_assert!(same_map(a.metadata(), b.metadata()));
+                    prop_assert_eq!(&enc(b), bytes);
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                _ => prop_assert!(false, "fresh {:?}, reused {:?}", fresh, reused),
             }
         }
     }

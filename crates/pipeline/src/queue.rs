@@ -548,11 +548,13 @@ impl EventQueue for PersistedEventQueue {
             // their word did not fit the page): the records are decoded below.
             drop(taken);
         }
+        // The batch's records mostly share their keys: one decoder reuses them.
+        let mut decoder = sluice_event::binary::Decoder::new();
         for (i, r) in raw.records.iter().enumerate() {
             let seq = raw.first_seq + raw.held + i as u64;
             let decoded =
                 sluice_queue::compression::with_plain(&raw.data[r.clone()], |p| match p {
-                    Ok(plain) => sluice_event::binary::decode(plain).map_err(|e| e.to_string()),
+                    Ok(plain) => decoder.decode(plain).map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 });
             match decoded {
