@@ -5,7 +5,8 @@
 # queue, 1 and 2 workers; then each filter alone on pre-parsed events, so the slowest is
 # visible. Legacy field names (pipeline.ecs_compatibility: disabled), as in the seed config.
 # Prints events/s and the ratio to the 100,000 events/s goal and to stdin → dots with no
-# filter (the pipeline's own ceiling), measured in the same run.
+# filter (the pipeline's own ceiling), measured in the same run, and the CPU per event each
+# queue type costs (with both cores busy, what the persisted queue adds is throughput lost).
 # The seed pipeline runs ROUNDS times (default 3) per setting, memory then persisted, and the
 # medians are printed with each round's ratio (this VM's figures move ±10% hour to hour).
 # Usage: bench/apache.sh [LINES] [DIR]   (ROUNDS=N in the environment)
@@ -25,11 +26,20 @@ settings() { # dir queue-type
   printf 'pipeline.ecs_compatibility: disabled\nqueue.type: %s\nqueue.drain: true\npath.data: %s\n' "$2" "$1/data" > "$1/sluice.yml"
 }
 rate() { # input config settings workers → events/s
-  local s e
-  s=$(date +%s.%N)
-  "$BIN" --log.level error --path.settings "$3" -w "$4" -e "$2" < "$1" > /dev/null
-  e=$(date +%s.%N)
-  awk -v n="$N" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / (e - s) }'
+  local r
+  r=$(rate_cpu "$@")
+  echo "${r%% *}"
+}
+rate_cpu() { # input config settings workers → "events/s CPU-µs-per-event" (user + system)
+  local t err TIMEFORMAT='%R %U %S'
+  err=$(mktemp)
+  if ! t=$({ time "$BIN" --log.level error --path.settings "$3" -w "$4" -e "$2" < "$1" > /dev/null 2>"$err"; } 2>&1); then
+    cat "$err" >&2
+    rm -f "$err"
+    return 1
+  fi
+  rm -f "$err"
+  awk -v n="$N" -v t="$t" 'BEGIN { split(t, a, " "); printf "%.0f %.3f\n", n / a[1], (a[2] + a[3]) * 1e6 / n }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
@@ -41,15 +51,22 @@ settings "$DIR/pq" persisted
 ceiling=$(rate "$DIR/in.log" "$NONE" "$DIR/mem" 2)
 echo "stdin → dots, no filter, 2 workers: $ceiling events/s (ceiling)"
 for w in 1 2; do
-  ms=() ps=() rs=()
+  ms=() ps=() rs=() mc=() pc=()
   for _ in $(seq "$ROUNDS"); do
-    m=$(rate "$DIR/in.log" "$SEED" "$DIR/mem" $w)
+    r=$(rate_cpu "$DIR/in.log" "$SEED" "$DIR/mem" $w)
+    read -r m c <<<"$r"
+    mc+=("$c")
     rm -rf "$DIR/pq/data"
-    p=$(rate "$DIR/in.log" "$SEED" "$DIR/pq" $w)
+    r=$(rate_cpu "$DIR/in.log" "$SEED" "$DIR/pq" $w)
+    read -r p c <<<"$r"
+    pc+=("$c")
     ms+=("$m") ps+=("$p") rs+=("$(ratio "$p" "$m")")
   done
   m=$(echo "${ms[*]}" | median) p=$(echo "${ps[*]}" | median)
   echo "seed pipeline, $w worker(s), median of $ROUNDS: memory $m events/s ($(ratio "$m" 100000) of goal, $(ratio "$m" "$ceiling") of ceiling); persisted $p events/s ($(ratio "$p" "$m") of memory; per round: ${rs[*]})"
+  # With every core busy, the CPU the persisted queue adds is throughput lost.
+  m=$(echo "${mc[*]}" | median) p=$(echo "${pc[*]}" | median)
+  echo "  CPU per event (user + system, whole process, medians): memory $m µs, persisted $p µs, the queue adds $(awk -v a="$p" -v b="$m" 'BEGIN { printf "%.3f", a - b }') µs"
 done
 
 # Each filter alone, on events already parsed by grok (read back with the json_lines codec).
