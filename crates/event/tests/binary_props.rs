@@ -186,9 +186,10 @@ proptest! {
             records.push(enc(&without_first_field(e)));
             records.push(enc(e));
         }
+        let good = records.clone();
         for (i, (bytes, at, mask)) in damaged.into_iter().enumerate() {
-            // Random bytes, and a good record with one byte flipped.
-            let mut flipped = records[i % records.len()].clone();
+            // Random bytes, and a good record (never empty) with one byte flipped.
+            let mut flipped = good[i % good.len()].clone();
             let n = flipped.len();
             flipped[at % n] ^= mask;
             let place = at % records.len();
