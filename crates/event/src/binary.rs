@@ -379,6 +379,8 @@ fn put_value(v: &Value, out: &mut Sink) {
 
 /// Decodes one event from exactly `bytes`. Never panics; trailing bytes are an error.
 pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    // The keys it keeps go unused: a few copies. A limit of 0 for this case slowed the
+    // `Decoder` itself (binary_bench, five short fields: 122 → 128 ns), which matters more.
     Decoder::new().decode(bytes)
 }
 
