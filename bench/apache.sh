@@ -31,15 +31,7 @@ rate() { # input config settings workers → events/s
   echo "${r%% *}"
 }
 rate_cpu() { # input config settings workers → "events/s CPU-µs-per-event" (user + system)
-  local t err TIMEFORMAT='%R %U %S'
-  err=$(mktemp)
-  if ! t=$({ time "$BIN" --log.level error --path.settings "$3" -w "$4" -e "$2" < "$1" > /dev/null 2>"$err"; } 2>&1); then
-    cat "$err" >&2
-    rm -f "$err"
-    return 1
-  fi
-  rm -f "$err"
-  awk -v n="$N" -v t="$t" 'BEGIN { split(t, a, " "); printf "%.0f %.3f\n", n / a[1], (a[2] + a[3]) * 1e6 / n }'
+  rate_and_cpu "$N" "$BIN" --log.level error --path.settings "$3" -w "$4" -e "$2" < "$1"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
