@@ -1,9 +1,9 @@
 //! Encode/decode benchmark of the queue's binary event format (`sluice_event::binary`):
 //! nanoseconds per event for the events the generator input and the stdin input (one Apache
-//! access-log line) make, as the persisted queue writes and reads them, plus a flat event of
-//! five short fields and an empty one. Decoding (with one [`binary::Decoder`] per batch of 125,
-//! as the queue's reader does) and dropping are timed apart, and a deep copy
-//! (`clone`) shows what the allocations alone cost.
+//! access-log line, with and without ECS fields) make, as the persisted queue writes and reads
+//! them, plus a flat event of five short fields and an empty one. Decoding (with one
+//! [`binary::Decoder`] per batch of 125, as the queue's reader does) and dropping are timed
+//! apart, and a deep copy (`clone`) shows what the allocations alone cost.
 //! Usage: cargo run --release -p sluice-event --example binary_bench [EVENTS]
 
 use std::hint::black_box;
@@ -37,6 +37,13 @@ fn main() {
             "apache line",
             format!(
                 r#"{{"@timestamp":"2026-11-25T05:35:12.401Z","@version":"1","event":{{"original":"{line}"}},"host":{{"hostname":"vm"}},"message":"{line}"}}"#
+            ),
+        ),
+        // What bench/apache.sh's stdin input makes (`pipeline.ecs_compatibility: disabled`).
+        (
+            "apache, no ECS",
+            format!(
+                r#"{{"@timestamp":"2026-11-25T05:35:12.401Z","@version":"1","host":"vm","message":"{line}"}}"#
             ),
         ),
         ("flat5", r#"{"a":"1","b":"22","c":"333","d":"4444","e":"55555"}"#.to_owned()),
@@ -84,6 +91,6 @@ fn main() {
             events.clear();
         }
         let clone = start.elapsed().as_nanos() as f64 / n as f64;
-        println!("{name:12} {size:4} bytes  encode {enc:6.1} ns  decode {dec:6.1} ns  drop {drop:6.1} ns  (clone+drop {clone:6.1} ns)");
+        println!("{name:14} {size:4} bytes  encode {enc:6.1} ns  decode {dec:6.1} ns  drop {drop:6.1} ns  (clone+drop {clone:6.1} ns)");
     }
 }
