@@ -12,7 +12,8 @@
 # plain writer: fio's buffered 128 KB writes with an fdatasync after every 1 MB, as often as
 # the queue syncs 1 KB records at queue.checkpoint.writes 1024
 #   fio --rw=write --bs=128k --fdatasync=8 --size=2g
-# It also prints the CPU one fdatasync costs here (python3), the floor under the flusher's share.
+# It also prints what one fdatasync costs here in CPU and time (python3), the floor under the
+# flusher's share.
 # Scenarios:
 #   1. write 1 KB and 200 B records, default settings, 1 and 4 writers: MB/s, events/s, ratio
 #      to fio and to dd
@@ -20,10 +21,12 @@
 #   3. drain (read batches of 125 + ack), 1 KB: events/s
 #   4. generator → null (2 workers), memory vs persisted queue (queue.drain: true), ROUNDS
 #      alternations (default 5): median ratio, and the CPU per event the persisted queue adds
-#      (user + system time of the whole process, medians)
+#      (user + system time of the whole process, medians); where /dev/shm is a tmpfs, also the
+#      persisted queue there: the same queue code without the device's I/O
 #   5. reopen time and RSS with a BACKLOG_GB backlog (default 5)
 #   6. CPU per event by part, one thread (encode + write + read + decode + ack, against a
-#      memory queue), with held events and with decoding, and the flusher's syncs apart
+#      memory queue), with held events and with decoding, and the flusher's syncs apart; on
+#      a tmpfs too, where there is one
 # Usage: bench/queue.sh [DIR] [BACKLOG_GB]   (ROUNDS=N in the environment for scenario 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -121,17 +124,36 @@ t() { # command... → "events/s cpu-seconds"
   times=$({ time "$@" >/dev/null; } 2>&1 | tail -1)
   echo "$times" | awk '{ printf "%.0f %.3f\n", 2000000 / $1, $2 + $3 }'
 }
-mems=() mem_cpus=() pqs=() pq_cpus=() ratios=()
+# Where /dev/shm is a tmpfs, each round also runs the persisted queue there: the same queue
+# code without the device's I/O (syncs, writeback, interrupts).
+SHM=""
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+  SHM=/dev/shm/sluice-bench-queue-$$
+  trap 'rm -rf "$SHM"' EXIT
+  mkdir -p "$DIR/e2e/shm"
+  printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$SHM/data" > "$DIR/e2e/shm/sluice.yml"
+fi
+mems=() mem_cpus=() pqs=() pq_cpus=() ratios=() shms=() shm_cpus=() shm_ratios=()
 for _ in $(seq "$ROUNDS"); do
   read -r mem mem_cpu < <(t target/release/sluice --log.level error -w 2 -e "$cfg")
   rm -rf "$DIR/e2e/data"
   read -r pq pq_cpu < <(t target/release/sluice --log.level error -w 2 --path.settings "$DIR/e2e/settings" -e "$cfg")
   mems+=("$mem") mem_cpus+=("$mem_cpu") pqs+=("$pq") pq_cpus+=("$pq_cpu") ratios+=("$(ratio "$pq" "$mem")")
+  if [ -n "$SHM" ]; then
+    rm -rf "$SHM"
+    read -r shm shm_cpu < <(t target/release/sluice --log.level error -w 2 --path.settings "$DIR/e2e/shm" -e "$cfg")
+    rm -rf "$SHM"
+    shms+=("$shm") shm_cpus+=("$shm_cpu") shm_ratios+=("$(ratio "$shm" "$mem")")
+  fi
 done
 mem=$(echo "${mems[*]}" | median) pq=$(echo "${pqs[*]}" | median)
 mem_cpu=$(echo "${mem_cpus[*]}" | median) pq_cpu=$(echo "${pq_cpus[*]}" | median)
 echo "   memory: $mem events/s, persisted: $pq events/s (medians), ratio $(ratio "$pq" "$mem") (per round: ${ratios[*]})"
 echo "   CPU the persisted queue adds, whole process: $(awk -v a="$pq_cpu" -v b="$mem_cpu" 'BEGIN { printf "%.2f", (a - b) / 2 }') µs per event ($pq_cpu s against $mem_cpu s, medians)"
+if [ -n "$SHM" ]; then
+  shm=$(echo "${shms[*]}" | median) shm_cpu=$(echo "${shm_cpus[*]}" | median)
+  echo "   persisted on tmpfs (no device I/O): $shm events/s, ratio $(ratio "$shm" "$mem") (per round: ${shm_ratios[*]}); adds $(awk -v a="$shm_cpu" -v b="$mem_cpu" 'BEGIN { printf "%.2f", (a - b) / 2 }') µs per event ($shm_cpu s)"
+fi
 
 echo "5. reopen with a ${GB} GB backlog"
 line=$($B --dir "$DIR/q" --scenario reopen --gb "$GB")
@@ -139,4 +161,9 @@ echo "   reopen $(echo "$line" | field reopen_seconds) s, RSS after reopen $(ech
 echo "6. CPU per event by part (crates/pipeline/examples/queue_cpu.rs: one thread pushes, reads, acks; the flusher apart)"
 cargo build --release --quiet --example queue_cpu -p sluice-pipeline
 target/release/examples/queue_cpu 2000000 "$DIR/cpu" | sed 's/^/   /'
+if [ -n "$SHM" ]; then
+  echo "   the same on tmpfs (no device I/O):"
+  target/release/examples/queue_cpu 2000000 "$SHM/cpu" | sed 's/^/     /'
+  rm -rf "$SHM"
+fi
 rm -rf "$DIR/q" "$DIR/e2e" "$DIR/cpu"
