@@ -676,9 +676,12 @@ fn poll<T>(mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     None
 }
 
-/// Waits (at most ten seconds) for the flusher to have kept an acked page as a spare.
-fn wait_for_spare(s: &SimStorage) -> String {
-    poll(|| spares(s).pop())
+/// Waits (at most ten seconds) for the flusher to have kept an acked page as a spare, and
+/// for the queue to count it: the file is renamed before the directory is synced, and the
+/// writer is only offered the spare after that, so a push that rolls over in between makes
+/// a new page instead.
+fn wait_for_spare(q: &PersistedQueue, s: &SimStorage) -> String {
+    poll(|| (q.stats().spares > 0).then(|| spares(s).pop()).flatten())
         .unwrap_or_else(|| panic!("no spare page after ten seconds: {:?}", s.names()))
 }
 
@@ -704,7 +707,7 @@ fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are
     push(&q, 0..60);
     assert!(page_count(&s) >= 2);
     assert_eq!(drain(&q, true), names(0..60));
-    let spare = wait_for_spare(&s);
+    let spare = wait_for_spare(&q, &s);
     let spare_len = s.file_bytes(&spare).unwrap().len();
     // The next page the writer needs is the spare, renamed, with its old records after the
     // new header.
@@ -758,7 +761,7 @@ fn an_acked_page_becomes_a_spare_then_the_next_head_page_and_its_old_records_are
     let q = open(&s, c.clone());
     push(&q, 0..60);
     assert_eq!(drain(&q, true).len(), 60);
-    wait_for_spare(&s);
+    wait_for_spare(&q, &s);
     let before = sluice_queue::page::list_pages(&s).unwrap();
     while sluice_queue::page::list_pages(&s).unwrap().last() == before.last() {
         push(&q, 3000..3001);
@@ -798,7 +801,7 @@ fn on_a_full_disk_the_spare_page_gives_its_space_back_first() {
     );
     push(&q, 0..60);
     assert_eq!(drain(&q, true), names(0..60));
-    let spare = wait_for_spare(&s);
+    let spare = wait_for_spare(&q, &s);
     // No space left: appending to the head page (a new file, growing) fails until the spare
     // is removed, which frees a page's worth.
     s.set_space_left(Some(0));

@@ -202,6 +202,8 @@ pub struct QueueStats {
     pub next_seq: u64,
     /// Events lost to damaged or missing queue files since the queue was opened.
     pub lost_events: u64,
+    /// Spare page files (acked pages kept whole) the writer can take as its next head pages.
+    pub spares: usize,
 }
 
 pub struct PersistedQueue {
@@ -570,6 +572,7 @@ impl PersistedQueue {
             used_bytes: st.used_bytes,
             next_seq: st.next_seq,
             lost_events: st.lost,
+            spares: st.spares.len(),
         }
     }
 }
