@@ -43,10 +43,9 @@ NONE='input { stdin {} } output { stdout { codec => dots } }'
 
 settings "$DIR/mem" memory
 settings "$DIR/pq" persisted
-SHM=""
-if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
-  SHM=/dev/shm/sluice-bench-apache-$$
-  trap 'rm -rf "$SHM"' EXIT
+tmpfs_dir apache
+SHM=$TMPFS_DIR
+if [ -n "$SHM" ]; then
   mkdir -p "$DIR/shm"
   printf 'pipeline.ecs_compatibility: disabled\nqueue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$SHM/data" > "$DIR/shm/sluice.yml"
 fi

@@ -11,6 +11,17 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { prin
 # a / b to three decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
+# tmpfs_dir NAME: where /dev/shm is a tmpfs, sets TMPFS_DIR to a fresh path there (removed
+# when the script exits), for a persisted queue run without the device's I/O; else leaves it
+# empty. Call it in the script itself, not in $(...), so that the clean-up holds.
+TMPFS_DIR=""
+tmpfs_dir() {
+  if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+    TMPFS_DIR=/dev/shm/sluice-bench-$1-$$
+    trap 'rm -rf "$TMPFS_DIR"' EXIT
+  fi
+}
+
 # rate_and_cpu EVENTS COMMAND...: runs the command (its stdout discarded, its stderr shown if
 # it fails, which fails the script) and prints "events/s CPU-seconds-per-million-events".
 rate_and_cpu() {

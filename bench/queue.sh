@@ -126,10 +126,9 @@ t() { # command... → "events/s cpu-seconds"
 }
 # Where /dev/shm is a tmpfs, each round also runs the persisted queue there: the same queue
 # code without the device's I/O (syncs, writeback, interrupts).
-SHM=""
-if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
-  SHM=/dev/shm/sluice-bench-queue-$$
-  trap 'rm -rf "$SHM"' EXIT
+tmpfs_dir queue
+SHM=$TMPFS_DIR
+if [ -n "$SHM" ]; then
   mkdir -p "$DIR/e2e/shm"
   printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$SHM/data" > "$DIR/e2e/shm/sluice.yml"
 fi
