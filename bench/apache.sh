@@ -24,9 +24,9 @@ BIN=$PWD/target/release/sluice
 DIR=$(cd "$DIR" && pwd)
 machine "$N lines"
 
-settings() { # dir queue-type
+settings() { # dir queue-type [path.data, default dir/data]
   mkdir -p "$1"
-  printf 'pipeline.ecs_compatibility: disabled\nqueue.type: %s\nqueue.drain: true\npath.data: %s\n' "$2" "$1/data" > "$1/sluice.yml"
+  printf 'pipeline.ecs_compatibility: disabled\nqueue.type: %s\nqueue.drain: true\npath.data: %s\n' "$2" "${3:-$1/data}" > "$1/sluice.yml"
 }
 rate() { # input config settings workers → events/s
   local r
@@ -45,10 +45,7 @@ settings "$DIR/mem" memory
 settings "$DIR/pq" persisted
 tmpfs_dir apache
 SHM=$TMPFS_DIR
-if [ -n "$SHM" ]; then
-  mkdir -p "$DIR/shm"
-  printf 'pipeline.ecs_compatibility: disabled\nqueue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$SHM/data" > "$DIR/shm/sluice.yml"
-fi
+[ -z "$SHM" ] || settings "$DIR/shm" persisted "$SHM/data"
 ceiling=$(rate "$DIR/in.log" "$NONE" "$DIR/mem" 2)
 echo "stdin → dots, no filter, 2 workers: $ceiling events/s (ceiling)"
 for w in 1 2; do

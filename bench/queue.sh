@@ -116,8 +116,12 @@ line=$($B --dir "$DIR/q" --scenario drain --mb 1024)
 echo "   $(echo "$line" | field events_per_s) events/s"
 
 echo "4. generator → null, 2 workers, 2,000,000 events; $ROUNDS rounds (memory, then persisted), medians"
-rm -rf "$DIR/e2e" && mkdir -p "$DIR/e2e/settings"
-printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$DIR/e2e/data" > "$DIR/e2e/settings/sluice.yml"
+pq_settings() { # settings-dir path.data
+  mkdir -p "$1"
+  printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$2" > "$1/sluice.yml"
+}
+rm -rf "$DIR/e2e"
+pq_settings "$DIR/e2e/settings" "$DIR/e2e/data"
 cfg='input { generator { count => 2000000 } } output { null {} }'
 t() { # command... → "events/s cpu-seconds"
   local TIMEFORMAT='%R %U %S' times
@@ -128,10 +132,7 @@ t() { # command... → "events/s cpu-seconds"
 # code without the device's I/O (syncs, writeback, interrupts).
 tmpfs_dir queue
 SHM=$TMPFS_DIR
-if [ -n "$SHM" ]; then
-  mkdir -p "$DIR/e2e/shm"
-  printf 'queue.type: persisted\nqueue.drain: true\npath.data: %s\n' "$SHM/data" > "$DIR/e2e/shm/sluice.yml"
-fi
+[ -z "$SHM" ] || pq_settings "$DIR/e2e/shm" "$SHM/data"
 mems=() mem_cpus=() pqs=() pq_cpus=() ratios=() shms=() shm_cpus=() shm_ratios=()
 for _ in $(seq "$ROUNDS"); do
   read -r mem mem_cpu < <(t target/release/sluice --log.level error -w 2 -e "$cfg")
