@@ -37,6 +37,7 @@ rate_cpu() { # input config settings workers → "events/s CPU-µs-per-event" (u
   rate_and_cpu "$N" "$BIN" --log.level error --path.settings "$3" -w "$4" -e "$2" < "$1"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+adds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }  # CPU µs per event over $2's
 
 SEED=$APACHE_SEED
 NONE='input { stdin {} } output { stdout { codec => dots } }'
@@ -75,10 +76,10 @@ for w in 1 2; do
   fi
   # With every core busy, the CPU the persisted queue adds is throughput lost.
   m=$(echo "${mc[*]}" | median) p=$(echo "${pc[*]}" | median)
-  line="  CPU per event (user + system, whole process, medians): memory $m µs, persisted $p µs, the queue adds $(awk -v a="$p" -v b="$m" 'BEGIN { printf "%.3f", a - b }') µs"
+  line="  CPU per event (user + system, whole process, medians): memory $m µs, persisted $p µs, the queue adds $(adds "$p" "$m") µs"
   if [ -n "$SHM" ]; then
     t=$(echo "${tc[*]}" | median)
-    line="$line; on tmpfs $t µs, adds $(awk -v a="$t" -v b="$m" 'BEGIN { printf "%.3f", a - b }') µs"
+    line="$line; on tmpfs $t µs, adds $(adds "$t" "$m") µs"
   fi
   echo "$line"
 done
