@@ -16,7 +16,7 @@
 # which the queue cannot use (see below)
 #   fio --rw=write --bs=1M --direct=1 --ioengine=psync --fdatasync=1 --size=2g
 # It also prints what one fdatasync costs here in CPU and time (python3), the floor under the
-# flusher's share.
+# flusher's share, and what a wake-up across CPUs costs (each sync sleeps a few times).
 # Scenarios:
 #   1. write 1 KB and 200 B records, default settings, 1 and 4 writers: MB/s, events/s, ratio
 #      to fio and to dd
@@ -98,6 +98,39 @@ for size, label in ((4096, "4 KB"), (75000, "75 KB"), (300000, "300 KB"), (1 << 
 os.close(fd)
 os.unlink(fn)
 print("one fdatasync after writing over an existing file: " + "; ".join(parts))
+PY
+# What waking a thread asleep on another CPU costs here, against the same on one CPU: two
+# processes passing a byte back and forth through pipes. Every sync puts the flusher to sleep
+# (the writer's request, the writeback, the device's flush), so each sync pays this a few
+# times, and so does every batch a worker waits for, with either queue.
+python3 - <<'PY'
+import os, resource, time
+def pingpong(n, cpus):
+    a, b = os.pipe(), os.pipe()
+    r0, c0 = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.sched_setaffinity(0, {cpus[1]})
+        for _ in range(n):
+            os.read(a[0], 1)
+            os.write(b[1], b"x")
+        os._exit(0)
+    os.sched_setaffinity(0, {cpus[0]})
+    for _ in range(n):
+        os.write(a[1], b"x")
+        os.read(b[0], 1)
+    os.waitpid(pid, 0)
+    t1 = time.monotonic()
+    r1, c1 = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    os.sched_setaffinity(0, range(os.cpu_count()))
+    for fd in a + b:
+        os.close(fd)
+    cpu = sum(getattr(y, f) - getattr(x, f)
+              for x, y in ((r0, r1), (c0, c1)) for f in ("ru_utime", "ru_stime"))
+    return f"{(t1 - t0) / n * 1e6:.1f} µs, {cpu / n * 1e6:.1f} µs of CPU"
+if os.cpu_count() > 1:
+    print(f"a wake-up and back between two CPUs (pipe ping-pong): {pingpong(20000, (0, 1))} per round trip; on one CPU: {pingpong(20000, (0, 0))}")
 PY
 echo
 
