@@ -433,6 +433,52 @@ fn full_disk_frees_acked_pages_without_new_space_logstash_8098() {
 }
 
 #[test]
+fn disk_smaller_than_a_page_goes_on_once_the_head_page_is_acked() {
+    // Pages of 64 KB on a disk with room for about 3 KB: every record fits in the head page,
+    // which fills the disk long before it is full. Once its records are acked the writer goes
+    // on in a new page (the old one freed), instead of waiting for space that only the acked
+    // head page holds (issue 46: "writing queue page 1 still failing").
+    let s = SimStorage::new();
+    let c = QueueConfig {
+        page_capacity: 64 << 10,
+        ..cfg()
+    };
+    let q = open(&s, c.clone());
+    s.set_space_left(Some(3 << 10));
+    let mut got = Vec::new();
+    for round in 0..40u32 {
+        let from = round * 20;
+        let q2 = Arc::clone(&q);
+        let writer = std::thread::spawn(move || push(&q2, from..from + 20));
+        // The writer may wait for space; the reader acks what there is, which lets it go on.
+        while !writer.is_finished() {
+            got.extend(drain(&q, true));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        writer.join().unwrap();
+        got.extend(drain(&q, true));
+    }
+    assert_eq!(got, names(0..800));
+    // A restart on the same small disk goes on too.
+    q.shutdown();
+    let q = open(&s, c);
+    let q2 = Arc::clone(&q);
+    let writer = std::thread::spawn(move || {
+        for round in 0..10u32 {
+            push(&q2, 800 + round * 20..820 + round * 20);
+        }
+    });
+    let mut got = Vec::new();
+    while !writer.is_finished() {
+        got.extend(drain(&q, true));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    writer.join().unwrap();
+    got.extend(drain(&q, true));
+    assert_eq!(got, names(800..1000));
+}
+
+#[test]
 fn full_disk_queue_opens_and_drains_logstash_16389() {
     for kill in [false, true] {
         let s = SimStorage::new();

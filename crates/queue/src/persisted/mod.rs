@@ -242,8 +242,23 @@ impl Inner {
     fn retry_while_full<T>(
         &self,
         what: &dyn Fn() -> String,
-        mut op: impl FnMut() -> Result<T, StorageError>,
+        op: impl FnMut() -> Result<T, StorageError>,
     ) -> Result<T, QueueError> {
+        self.retry_while_full_unless(what, op, |_| false)
+            .map(|v| v.expect("never gives way"))
+    }
+
+    /// [`Inner::retry_while_full`], except that while the disk is full it asks `give_way`
+    /// (with the state locked) whether waiting can end another way, and then returns `None`
+    /// instead of retrying: a head page whose records are all acked lets the writer roll over
+    /// to a page made from the freed space, instead of waiting for space that only the head
+    /// page's own bytes hold.
+    fn retry_while_full_unless<T>(
+        &self,
+        what: &dyn Fn() -> String,
+        mut op: impl FnMut() -> Result<T, StorageError>,
+        give_way: impl Fn(&State) -> bool,
+    ) -> Result<Option<T>, QueueError> {
         let mut delay = Duration::from_millis(10);
         let mut log: Option<Repeated> = None;
         loop {
@@ -252,16 +267,24 @@ impl Inner {
                     if let Some(log) = &mut log {
                         log.succeeded();
                     }
-                    return Ok(v);
+                    return Ok(Some(v));
                 }
                 Err(e) if e.is_disk_full() => {
-                    log.get_or_insert_with(|| Repeated::new(what()))
-                        .failed(&e, "retrying (writers wait, nothing queued is lost)");
                     // Woken early by acks (which may free space) and by close.
-                    let mut st = lock(&self.state);
+                    let st = lock(&self.state);
                     if st.closed {
                         return Err(QueueError::Closed);
                     }
+                    if give_way(&st) {
+                        if let Some(log) = &mut log {
+                            log.succeeded();
+                        }
+                        return Ok(None);
+                    }
+                    drop(st);
+                    log.get_or_insert_with(|| Repeated::new(what()))
+                        .failed(&e, "retrying (writers wait, nothing queued is lost)");
+                    let mut st = lock(&self.state);
                     if !st.spares.is_empty() {
                         // Spare pages give their space back first.
                         let spares = std::mem::take(&mut st.spares);

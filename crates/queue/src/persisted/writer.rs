@@ -159,28 +159,41 @@ impl Inner {
             }
             if j == i {
                 // The head page is full: it becomes a tail page, synced by the flusher.
-                let head = w.head.as_mut().expect("checked above");
-                let num = head.num;
-                self.retry_while_full(&|| format!("cutting queue page {num}"), || {
-                    head.cut_spare_tail()
-                })?;
-                let old = w.head.take().expect("checked above");
-                let mut st = lock(&self.state);
-                st.unsynced_files.push(old.file);
-                // Until the next page exists (the disk may be full), the old head page can
-                // be freed like any other once it is acked.
-                st.head = None;
-                self.release_acked_pages(&mut st);
-                drop(st);
+                self.retire_head(w)?;
                 self.start_page(w)?;
                 continue;
             }
             let data = batch.stamp(i..j, w.next_seq);
             let (file, num, offset) = (Arc::clone(&head.file), head.num, head.offset);
-            self.retry_while_full(&|| format!("writing queue page {num}"), || {
-                file.write_at(offset, data)
-                    .context(|| format!("writing queue page {num}"))
-            })?;
+            let wrote = self.retry_while_full_unless(
+                &|| format!("writing queue page {num}"),
+                || {
+                    file.write_at(offset, data)
+                        .context(|| format!("writing queue page {num}"))
+                },
+                // A head page whose records are all acked holds only freeable bytes: on a disk
+                // smaller than a page, waiting would be for good (its own bytes are the space
+                // it waits for). It gives way to a new page instead, and is freed as a tail.
+                |st| {
+                    st.pages.back().is_some_and(|p| {
+                        p.num == num && p.count > 0 && p.acks.all_acked_before(p.end_seq())
+                    })
+                },
+            )?;
+            if wrote.is_none() {
+                let head = w.head.as_mut().expect("checked above");
+                // The failed write may have left part of its bytes past the records.
+                if let Ok(len) = head.file.len() {
+                    head.end = head.end.max(len);
+                }
+                tracing::info!(
+                    page = num,
+                    "the disk is full and queue page {num} is all acked: going on in a new page"
+                );
+                self.retire_head(w)?;
+                self.start_page(w)?;
+                continue;
+            }
             written(Written {
                 first_seq: w.next_seq,
                 records: i..j,
@@ -253,6 +266,24 @@ impl Inner {
                 st.sync_waiting -= 1;
             }
         }
+        Ok(())
+    }
+
+    /// Makes the head page a tail page (synced by the flusher, freed once acked), cut to its
+    /// records.
+    fn retire_head(&self, w: &mut Writer) -> Result<(), QueueError> {
+        let head = w.head.as_mut().expect("a head page to retire");
+        let num = head.num;
+        self.retry_while_full(&|| format!("cutting queue page {num}"), || {
+            head.cut_spare_tail()
+        })?;
+        let old = w.head.take().expect("checked above");
+        let mut st = lock(&self.state);
+        st.unsynced_files.push(old.file);
+        // Until the next page exists (the disk may be full), the old head page can be freed
+        // like any other once it is acked.
+        st.head = None;
+        self.release_acked_pages(&mut st);
         Ok(())
     }
 
