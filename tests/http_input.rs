@@ -136,3 +136,41 @@ fn a_blocked_pipeline_answers_429_past_the_pending_limit() {
     let out = reader.join().unwrap();
     assert_eq!(out.lines().count(), accepted, "accepted events lost");
 }
+
+/// Issue 46: a body larger than a persisted queue's page was answered 200, then its event
+/// dropped ("larger than a queue page"). It is stored now (on a page of its own) and delivered.
+#[test]
+fn an_event_larger_than_a_queue_page_is_stored_not_acked_and_dropped() {
+    let dir = temp_dir("http", "larger-than-a-page");
+    let out = dir.join("out.json");
+    let port = free_port();
+    let settings = format!(
+        "path.data: {}\nqueue.type: persisted\nqueue.page_capacity: 1mb\nqueue.max_bytes: 8mb\n",
+        dir.join("data").display()
+    );
+    let config = format!(
+        r#"input {{ http {{ port => {port} host => "127.0.0.1" }} }}
+           output {{ file {{ path => "{}" codec => line {{ format => "%{{[message]}}" }} }} }}"#,
+        out.display()
+    );
+    let mut r = Run::start(&dir, &settings, &[], &config, Stdio::null(), Stdio::null());
+    net_support::wait_listening(port, 30);
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    assert_eq!(post(port, "/", "text/plain", b"before", None), 200);
+    assert_eq!(post(port, "/", "text/plain", &big, None), 200);
+    assert_eq!(post(port, "/", "text/plain", b"after", None), 200);
+    let lines = r.wait_lines(&out, 3, 60);
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+    let lines: Vec<&str> = lines.lines().collect();
+    assert!(
+        lines.contains(&"before") && lines.contains(&"after"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.as_bytes() == big.as_slice()),
+        "the large event is missing:\n{}",
+        r.log()
+    );
+    assert!(!r.log().contains("dropped"), "{}", r.log());
+}

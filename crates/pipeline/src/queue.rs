@@ -390,7 +390,8 @@ pub struct PersistedEventQueue {
     queue: Arc<PersistedQueue>,
     /// Held until shutdown: no other process (or reloaded pipeline) opens the directory.
     lock: std::sync::Mutex<Option<std::fs::File>>,
-    /// Largest record a page holds.
+    /// Largest record the queue holds (4 GiB; a record larger than a page gets a page of its
+    /// own).
     max_record: usize,
     rejected: AtomicU64,
     dir: std::path::PathBuf,
@@ -416,7 +417,7 @@ impl PersistedEventQueue {
         let storage = Arc::new(
             sluice_queue::FsStorage::new(dir).map_err(io("creating the queue directory"))?,
         );
-        let max_record = cfg.page_capacity as usize - sluice_queue::format::PAGE_HEADER_LEN;
+        let max_record = sluice_queue::persisted::writer::MAX_RECORD;
         let level = cfg.compression.level();
         let queue = PersistedQueue::open(storage, cfg)?;
         Ok(PersistedEventQueue {
@@ -483,7 +484,7 @@ impl EventQueue for PersistedEventQueue {
                 tracing::error!(
                     size,
                     page_capacity = self.queue.config().page_capacity,
-                    "event dropped: it is larger than a queue page; raise queue.page_capacity to accept it"
+                    "event dropped: it is larger than the 4 GiB a queue record can hold"
                 );
             } else {
                 kept.push(e);

@@ -4,8 +4,6 @@
 
 use std::io;
 
-use crate::format::{PAGE_HEADER_LEN, RECORD_HEADER_LEN};
-
 /// A failed I/O call, with the action it was part of ("writing queue page 7").
 #[derive(Debug, thiserror::Error)]
 #[error("{action}: {source}")]
@@ -102,8 +100,8 @@ pub enum RecordError {
 pub enum QueueError {
     #[error("the queue is closed")]
     Closed,
-    #[error("an event of {size} bytes does not fit in a page: queue.page_capacity is {page_capacity} bytes (each page also holds a {header}-byte header and each record a {record}-byte header)", header = PAGE_HEADER_LEN, record = RECORD_HEADER_LEN)]
-    TooLarge { size: usize, page_capacity: u64 },
+    #[error("an event of {size} bytes is over the 4 GiB a queue record can hold")]
+    TooLarge { size: usize },
     #[error("invalid queue settings: {0}")]
     Config(String),
     #[error("queue at {location}: {source}")]

@@ -20,8 +20,9 @@
 //!   payload and sequence. The payload is an event (`sluice_event::binary`, first byte
 //!   `0x01`) or, under `queue.compression`, a zstd frame holding one ([`compression`]).
 //!   Sequences run on without gaps from page to page. A page takes
-//!   records until the next one would pass `queue.page_capacity`; the newest page is the head
-//!   page, older ones are tail pages.
+//!   records until the next one would pass `queue.page_capacity`; a record larger than that
+//!   gets a page of its own (stored, never refused after its source was told "done"). The
+//!   newest page is the head page, older ones are tail pages.
 //! - `checkpoint`: two slots, each a checksummed, generation-numbered list of the pages with,
 //!   per page, its record count and byte length (a durable prefix) and its first unacked
 //!   record. Rewritten in place, the two slots alternately.
@@ -32,7 +33,8 @@
 //! # Limits
 //!
 //! Sequences and offsets are 64-bit (no wraparound in any queue's life: Vector #19759). A page
-//! is at most 4 GiB (`queue.page_capacity`), so a record is too. `queue.max_bytes` bounds the
+//! is at most 4 GiB (`queue.page_capacity`, or the one record larger than it), so a record is
+//! too. `queue.max_bytes` bounds the
 //! bytes of the page files (headers included, Logstash #14566), `queue.max_events` the unacked
 //! events; an empty queue takes any batch, so an event that alone exceeds a limit cannot hang
 //! its writer (Logstash #16172).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_queue::sim::{SimStorage, Survival};
-use sluice_queue::{PersistedQueue, QueueConfig, QueueError, RecordBatch};
+use sluice_queue::{PersistedQueue, QueueConfig, RecordBatch};
 
 fn cfg() -> QueueConfig {
     QueueConfig {
@@ -209,16 +209,51 @@ fn batch_larger_than_max_events_is_taken_by_an_empty_queue() {
 }
 
 #[test]
-fn event_larger_than_a_page_is_rejected_with_the_setting_named() {
+fn event_larger_than_a_page_is_stored_on_a_page_of_its_own() {
+    // Issue 46: an event larger than a page was acknowledged, then dropped. Now it is stored:
+    // between smaller records, in a page of its own (larger than the capacity), read back in
+    // order, replayed after a restart, and freed once acked.
     let s = SimStorage::new();
     let q = open(&s, cfg());
+    let big = |i: u8| vec![b'a' + i; 3000 + i as usize];
     let mut b = RecordBatch::new();
-    b.push(&[b'x'; 2000]);
-    let err = q.push(&mut b).unwrap_err();
-    assert!(matches!(err, QueueError::TooLarge { .. }));
-    assert!(err.to_string().contains("queue.page_capacity"), "{err}");
+    b.push(b"small-0");
+    b.push(&big(0));
+    b.push(b"small-1");
+    b.push(&big(1));
+    b.push(&big(2));
+    q.push(&mut b).unwrap();
     push(&q, 0..3);
-    assert_eq!(drain(&q, true), names(0..3));
+    let want: Vec<Vec<u8>> = [
+        b"small-0".to_vec(),
+        big(0),
+        b"small-1".to_vec(),
+        big(1),
+        big(2),
+    ]
+    .into_iter()
+    .chain(names(0..3).into_iter().map(String::into_bytes))
+    .collect();
+    let read_all = |q: &PersistedQueue, ack: bool| {
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        while q.stats().unread_events > 0 {
+            let b = q.read_batch(2, Duration::ZERO).unwrap();
+            got.extend(b.records.iter().map(|r| b.data[r.clone()].to_vec()));
+            if ack {
+                q.ack(b.token);
+            }
+        }
+        got
+    };
+    assert_eq!(read_all(&q, false), want);
+    q.shutdown();
+    let q = open(&s, cfg());
+    assert_eq!(q.stats().lost_events, 0);
+    assert_eq!(read_all(&q, true), want);
+    q.shutdown();
+    let left: u64 = q.stats().pages.iter().map(|p| p.unacked()).sum();
+    assert_eq!(left, 0);
+    assert!(page_count(&s) <= 2, "acked pages were freed");
 }
 
 #[test]

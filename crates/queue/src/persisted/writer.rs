@@ -46,6 +46,10 @@ pub(super) struct Head {
 /// then stream to the device while more are written, instead of in one burst per sync.
 const WRITEBACK_EVERY: u64 = 256 << 10;
 
+/// The largest record (header included): its length field is 32 bits, and a page holding
+/// it (header included) must stay within 4 GiB.
+pub const MAX_RECORD: usize = u32::MAX as usize - PAGE_HEADER_LEN;
+
 /// The operating system's page of memory: writeback hints cover whole ones.
 const MEMORY_PAGE: u64 = 4096;
 
@@ -128,12 +132,10 @@ impl Inner {
         if n == 0 {
             return Ok(());
         }
-        let room = self.cfg.page_capacity - PAGE_HEADER_LEN as u64;
         for i in 0..n {
-            if batch.record_size(i) as u64 > room {
+            if batch.record_size(i) > MAX_RECORD {
                 return Err(QueueError::TooLarge {
                     size: batch.record_size(i) - RECORD_HEADER_LEN,
-                    page_capacity: self.cfg.page_capacity,
                 });
             }
         }
@@ -148,12 +150,20 @@ impl Inner {
                 self.start_page(w)?;
                 continue;
             };
-            let room = self.cfg.page_capacity - head.offset;
+            // A page that holds a record larger than the capacity is past it.
+            let room = self.cfg.page_capacity.saturating_sub(head.offset);
             let (mut j, mut bytes) = (i, 0u64);
             let start = head.offset;
             w.ends.clear();
             while j < n && bytes + batch.record_size(j) as u64 <= room {
                 bytes += batch.record_size(j) as u64;
+                w.ends.push(start + bytes);
+                j += 1;
+            }
+            if j == i && start == PAGE_HEADER_LEN as u64 {
+                // A record larger than a page gets a page of its own, which it makes larger
+                // than `queue.page_capacity`: stored, never acknowledged and then dropped.
+                bytes = batch.record_size(i) as u64;
                 w.ends.push(start + bytes);
                 j += 1;
             }
