@@ -2,7 +2,9 @@
 //! (issue 46), each pinned by a test that drives the real `sluice` from the outside.
 //!
 //! - A full disk with the default 64 MB page: a queue whose records are all acked goes on.
-//! - An event larger than a queue page is stored (on a page of its own), not acked and dropped.
+//! - An event larger than a queue page is stored (on a page of its own), not acked and dropped
+//!   (in `tests/http_input.rs`).
+//! - `sluice queue repair` never gives a sequence (a replay-safe id) to a second event.
 
 mod run_support;
 mod tmpfs;
@@ -63,4 +65,98 @@ fn full_disk_smaller_than_one_default_page_goes_on_once_everything_is_acked() {
     let status = run.exit(240);
     assert!(status.success(), "{status}\n{}", run.log());
     assert_exactly_once(&sequences(&out2), count);
+}
+
+fn sluice(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The replay-safe ids `out` holds (one per line).
+fn ids(out: &Path) -> Vec<String> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Issue 46: a repaired queue numbered its records from 0 again under the same queue id, so
+/// events after the repair got the replay-safe ids of events delivered before it (5,001 reused
+/// in the probe): Elasticsearch would overwrite those documents.
+#[test]
+fn repair_never_gives_a_replay_safe_id_to_a_second_event() {
+    let dir = temp_dir("repair-ids");
+    let qdir = dir.join("data/queue/main");
+    let settings = format!(
+        "path.data: {}\nqueue.type: persisted\nqueue.page_capacity: 64kb\nqueue.drain: true\n",
+        dir.join("data").display()
+    );
+    let run = |input: &str, out: &Path| {
+        let config = format!(
+            r#"input {{ {input} }} output {{ file {{ path => "{}" codec => line {{ format => "%{{[@metadata][replay_safe_id]}}" }} }} }}"#,
+            out.display()
+        );
+        let mut r = start(&dir, &settings, &config);
+        let status = r.exit(120);
+        assert!(status.success(), "{status}\n{}", r.log());
+    };
+    // Delivered before the damage.
+    let before = dir.join("before.log");
+    run("generator { count => 2000 }", &before);
+    let delivered = ids(&before);
+    assert_eq!(delivered.len(), 2000);
+    // A backlog, as a pipeline whose outputs were down would leave it.
+    {
+        let storage = std::sync::Arc::new(sluice_queue::FsStorage::new(&qdir).unwrap());
+        let cfg = sluice_queue::QueueConfig {
+            page_capacity: 64 << 10,
+            ..Default::default()
+        };
+        let q = sluice_queue::PersistedQueue::open(storage, cfg).unwrap();
+        let mut batch = sluice_queue::RecordBatch::new();
+        for i in 0..3000 {
+            let e = sluice_event::Event::with_message(format!("backlog {i}"));
+            batch.push_with(|b| sluice_event::binary::encode(&e, b));
+        }
+        q.push(&mut batch).unwrap();
+        q.shutdown();
+    }
+    // Damage in the oldest page, then repair.
+    let page = std::fs::read_dir(&qdir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("page.")
+        })
+        .min()
+        .unwrap();
+    let mut bytes = std::fs::read(&page).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid..mid + 8].copy_from_slice(b"CORRUPT!");
+    std::fs::write(&page, bytes).unwrap();
+    let repaired = sluice(&["queue", "repair", qdir.to_str().unwrap()]);
+    assert!(
+        repaired.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&repaired.stdout),
+        String::from_utf8_lossy(&repaired.stderr)
+    );
+    let after = dir.join("after.log");
+    run("generator { count => 500 }", &after);
+    let after = ids(&after);
+    assert!(
+        after.len() > 3000,
+        "{} events after the repair",
+        after.len()
+    );
+    let mut seen: std::collections::HashSet<&String> = delivered.iter().collect();
+    let reused: Vec<&String> = after.iter().filter(|id| !seen.insert(id)).take(5).collect();
+    assert!(reused.is_empty(), "replay-safe ids given twice: {reused:?}");
 }

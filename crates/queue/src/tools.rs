@@ -209,9 +209,20 @@ pub fn repair(dir: &Path, page_capacity: u64) -> Result<String, QueueError> {
         max_events: 0,
         ..QueueConfig::default()
     };
-    let q = match PersistedQueue::open(
+    // The kept records are numbered on from every sequence the old queue gave out: a
+    // sequence names one event for good (replay-safe ids are made of it; Elasticsearch
+    // would overwrite a delivered document with another event carrying its id).
+    let numbered = match survey(&storage(&backup)?, Depth::Open, None) {
+        Ok(s) => s.next_seq,
+        Err(e) => {
+            restore();
+            return Err(e);
+        }
+    };
+    let q = match PersistedQueue::open_numbering_from(
         Arc::new(FsStorage::new(dir).map_err(fail(format!("opening {}", dir.display())))?),
         cfg,
+        numbered,
     ) {
         Ok(q) => q,
         Err(e) => {
@@ -267,7 +278,7 @@ pub fn repair(dir: &Path, page_capacity: u64) -> Result<String, QueueError> {
     let problems = found.findings.iter().filter(|f| f.is_problem()).count();
     let _ = writeln!(
         out,
-        "kept {kept} unacked record(s); {} event(s) lost; {problems} problem(s) listed above; old files moved to {}",
+        "kept {kept} unacked record(s); {} event(s) lost; {problems} problem(s) listed above; kept records numbered from {numbered} on (no sequence is given twice); old files moved to {}",
         found.lost(),
         backup.display()
     );

@@ -322,6 +322,17 @@ impl PersistedQueue {
         storage: Arc<dyn Storage>,
         cfg: QueueConfig,
     ) -> Result<Arc<PersistedQueue>, QueueError> {
+        Self::open_numbering_from(storage, cfg, 0)
+    }
+
+    /// [`PersistedQueue::open`], giving new records sequences from `first_seq` on at least:
+    /// a queue rebuilt by `queue repair` goes on from the old one's numbering, so that no
+    /// sequence (and no replay-safe id made of it) is given to two events.
+    pub fn open_numbering_from(
+        storage: Arc<dyn Storage>,
+        cfg: QueueConfig,
+        first_seq: u64,
+    ) -> Result<Arc<PersistedQueue>, QueueError> {
         cfg.validate()?;
         let location = storage.describe();
         let fail = |source| QueueError::Storage {
@@ -337,7 +348,7 @@ impl PersistedQueue {
             .iter()
             .map(|p| PageState::new(&p.entry, None))
             .collect();
-        let next_seq = recovered.next_seq;
+        let next_seq = recovered.next_seq.max(first_seq);
         // The checkpoint, rewritten now (in place: no new space) to say what recovery found:
         // from here on the last page is the open-ended one, scanned from its end at the next
         // start, whatever the previous checkpoint said (its head page may be gone, or cut
