@@ -3,9 +3,9 @@
 //! worker is in), as Logstash's shutdown watcher does, and that ends a stalled shutdown when
 //! doing so loses nothing or the user allowed it (`pipeline.unsafe_shutdown`).
 //!
-//! At the first report, Ruby code still running in a ruby filter is interrupted (its event
-//! tagged, the batch's remaining events not run through Ruby), so that a script that loops
-//! forever does not hold the stop. A worker stuck inside an output that never returns cannot
+//! At the first report, Ruby code still running in a ruby filter is interrupted (its batch,
+//! whose events did not all run through Ruby, is neither delivered nor acked: a persisted
+//! queue replays it), so that a script that loops forever does not hold the stop. A worker stuck inside an output that never returns cannot
 //! be interrupted. After
 //! [`REPORTS_BEFORE_EXIT`] reports the watcher exits the process (status 1) if every stalled
 //! pipeline either has a persisted queue (its unacked batches are replayed at the next start)

@@ -5,6 +5,7 @@
 //! - An event larger than a queue page is stored (on a page of its own), not acked and dropped
 //!   (in `tests/http_input.rs`).
 //! - `sluice queue repair` never gives a sequence (a replay-safe id) to a second event.
+//! - A stop that gives up on a slow filter delivers none of its batch (nor acks it).
 
 mod run_support;
 mod tmpfs;
@@ -159,4 +160,63 @@ fn repair_never_gives_a_replay_safe_id_to_a_second_event() {
     let mut seen: std::collections::HashSet<&String> = delivered.iter().collect();
     let reused: Vec<&String> = after.iter().filter(|id| !seen.insert(id)).take(5).collect();
     assert!(reused.is_empty(), "replay-safe ids given twice: {reused:?}");
+}
+
+/// Issue 46: Ruby code that sleeps, and a SIGTERM: the stop gave up on the filter after 5 s,
+/// and the batch's events that had not run through it were written with `message` still
+/// there, then acked (14 of 20 in the probe). Now the batch is neither delivered nor acked: the
+/// next start replays it through the filter.
+#[test]
+fn a_stop_that_gives_up_on_a_filter_delivers_none_of_its_batch() {
+    let dir = temp_dir("slow-filter");
+    let out = dir.join("out.json");
+    let settings = format!(
+        "path.data: {}\nqueue.type: persisted\npipeline.workers: 1\npipeline.batch.size: 20\nqueue.drain: true\n",
+        dir.join("data").display()
+    );
+    let config = |input: &str, code: &str| {
+        format!(
+            r#"input {{ {input} }} filter {{ ruby {{ code => "{code}" }} }} output {{ file {{ path => "{}" }} }}"#,
+            out.display()
+        )
+    };
+    let mut run = start(
+        &dir,
+        &settings,
+        &config(
+            "generator { count => 20 }",
+            "sleep 1; event.remove('message')",
+        ),
+    );
+    run.wait_log("starting pipeline", 60);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    run.signal("-TERM");
+    run.exit(60);
+    let log = run.log();
+    let delivered = sequences(&out);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        !text.contains("\"message\""),
+        "events that skipped the filter were delivered:\n{text}\n{log}"
+    );
+    // The next start runs the batch through the filter (now quick) and delivers all of it.
+    let mut run = start(
+        &dir,
+        &settings,
+        &config("stdin { }", "event.remove('message')"),
+    );
+    let status = run.exit(120);
+    assert!(status.success(), "{status}\n{}", run.log());
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(!text.contains("\"message\""), "{text}");
+    let all = sequences(&out);
+    assert_eq!(
+        all.keys().copied().collect::<Vec<_>>(),
+        (0..20).collect::<Vec<i64>>(),
+        "{log}"
+    );
+    assert!(
+        all.values().all(|&n| n == 1),
+        "delivered twice: {all:?} (first run {delivered:?})"
+    );
 }

@@ -80,11 +80,12 @@ fn code_that_never_ends_is_interrupted_by_a_stalled_stop() {
             .unwrap_or_else(|| panic!("sequence {s} missing: {lines:?}"))
     };
     assert_eq!(by_seq(0)["ran"], true);
-    assert_eq!(by_seq(1)["tags"], serde_json::json!(["_rubyexception"]));
-    assert!(by_seq(1).get("ran").is_none());
-    // Once given up on, code no longer runs: the last event is tagged too.
-    assert_eq!(by_seq(2)["tags"], serde_json::json!(["_rubyexception"]));
-    assert!(r.log().contains("interrupted"), "{}", r.log());
+    // The interrupted event, and the next one (code no longer runs), skipped the filter: they
+    // go to no output (a memory queue counts them lost).
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let log = r.log();
+    assert!(log.contains("cut short by the stop"), "{log}");
+    assert!(log.contains("are lost"), "{log}");
 }
 
 #[test]

@@ -245,6 +245,27 @@ impl FilterChain {
         self.nodes(&tree, events);
     }
 
+    /// True when a filter says a stop cut its last call short ([`Filter::cut_short`]): the
+    /// batch just run must be neither delivered nor acked. Asks every filter (each says it once).
+    pub fn cut_short(&mut self) -> bool {
+        let mut cut = false;
+        for (f, _) in &mut self.filters {
+            cut |= f.cut_short();
+        }
+        cut
+    }
+
+    /// Drops the events filters set aside during a batch that is given up (not acked, so
+    /// replayed by a persisted queue): they go to the dead letter queue when it comes again.
+    pub fn discard_dead_letters(&mut self) {
+        let mut taken = std::mem::take(&mut self.dead_letters);
+        for (f, _) in &mut self.filters {
+            f.take_dead_letters(&mut taken);
+            taken.clear();
+        }
+        self.dead_letters = taken;
+    }
+
     /// Writes the events filters set aside during the last batch to the dead letter queue,
     /// one write per filter that has some, and counts them for that filter. Without a DLQ
     /// (which filters check when they are built) they are dropped with an error.

@@ -83,6 +83,14 @@ pub trait Filter: Send {
     /// its `add_field`/`add_tag` applied) and on to the outputs.
     fn flush_periodic(&mut self, _emit: &mut Vec<Event>) {}
 
+    /// True (once) when a stop cut the last call short, so that some events of the batch did
+    /// not go through this filter (Ruby code given up on at a stop). The worker then sends
+    /// none of the batch to the outputs and does not ack it: a persisted queue replays it at
+    /// the next start, and events that skipped a filter are never delivered as if filtered.
+    fn cut_short(&mut self) -> bool {
+        false
+    }
+
     /// Moves the events this filter set aside for the dead letter queue (each with why) into
     /// `out`. A filter asked to (`dlq_on_failure`) takes a failed event out of the batch:
     /// it keeps the event and cancels what it leaves in its place. The worker collects them

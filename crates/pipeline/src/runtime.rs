@@ -263,6 +263,18 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         activity.set(Doing::Filters, since, batch.events.len() as u64);
         let mut events = batch.events;
         chain.run(&mut events);
+        if chain.cut_short() {
+            // A stop cut a filter short: some events did not go through it. None of them may
+            // reach an output as if filtered, and the batch is not acked (a persisted queue
+            // replays it at the next start; a memory queue counts it lost).
+            chain.discard_dead_letters();
+            let n = events.len() as u64;
+            tracing::warn!(pipeline = %s.id, events = n, "a filter was cut short by the stop: the batch is not delivered and not acknowledged");
+            shared.given_up.fetch_add(n, Ordering::Relaxed);
+            shared.halt();
+            activity.set(Doing::Idle, since, 0);
+            break;
+        }
         chain.send_dead_letters(shared.dlq.as_deref());
         events.retain(|e| !e.is_cancelled());
         let n = events.len() as u64;

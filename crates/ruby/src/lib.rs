@@ -153,3 +153,9 @@ fn ask<T>(
 pub fn interrupt() {
     vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
+
+/// Whether [`interrupt`] was called: from then on a batch may have events whose code did not
+/// run (or did not finish).
+pub fn is_interrupted() -> bool {
+    vm::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+}

@@ -100,6 +100,7 @@ fn compile(
         label,
         tag_on_exception: "_aggregateexception".into(),
         tag_with_message: false,
+        cut: false,
         flushes: Some(Default::default()),
     }))
 }

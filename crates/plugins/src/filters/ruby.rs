@@ -74,6 +74,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
         label,
         tag_on_exception,
         tag_with_message,
+        cut: false,
         flushes: None,
     }))
 }
@@ -93,6 +94,8 @@ pub(crate) struct Ruby {
     pub label: String,
     pub tag_on_exception: String,
     pub tag_with_message: bool,
+    /// The last batch ran after a stop gave up on Ruby code (see [`Filter::cut_short`]).
+    pub cut: bool,
     /// For scripts that release events on their own: one flush per period for all the
     /// workers' copies, and one final flush.
     pub flushes: Option<std::sync::Arc<Flushes>>,
@@ -140,6 +143,9 @@ impl Filter for Ruby {
             // The VM thread is gone with the batch: nothing sensible can go on.
             Err(e) => panic!("{}: {e}", self.label),
         };
+        // Given up on at a stop: events after the one interrupted did not run, and that one
+        // did not finish.
+        self.cut = sluice_ruby::is_interrupted();
         for (e, result) in events.iter_mut().zip(&outcome.results) {
             matched.push(*result == sluice_ruby::EventResult::Matched);
             if let sluice_ruby::EventResult::Failed(message) = result {
@@ -155,6 +161,10 @@ impl Filter for Ruby {
 
     fn decorates_new_events(&self) -> bool {
         false
+    }
+
+    fn cut_short(&mut self) -> bool {
+        std::mem::take(&mut self.cut)
     }
 
     fn wants_periodic_flush(&self) -> bool {
