@@ -573,3 +573,85 @@ fn sigkill_at_random_moments_loses_no_line() {
     eprintln!("{TOTAL} lines, all delivered; {duplicates} duplicates from the kills");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 46: copytruncate as logrotate does it (copy, then truncate in place) while a writer
+/// goes on at ~1.4 MB/s. The truncation was seen only at the next stat pass, by when the file
+/// had grown past the old position: reading went on from there, mid-line, and lost everything
+/// before it (3–4 of 5 rotations missed, tens of thousands of lines). Here the writer pauses
+/// for the copy and the truncation only (so logrotate's own race loses nothing), and sluice is
+/// given time to read what came before: every line must arrive once and whole.
+#[test]
+fn copytruncate_under_a_fast_writer_loses_no_line() {
+    let dir = temp_dir("file-input", "copytruncate");
+    let log = dir.join("app.log");
+    let out = dir.join("out.log");
+    std::fs::write(&log, "").unwrap();
+    let config = format!(
+        r#"input {{ file {{ path => "{}" start_position => beginning sincedb_path => "/dev/null" }} }}
+           output {{ file {{ path => "{}" codec => line {{ format => "%{{message}}" }} }} }}"#,
+        log.display(),
+        out.display()
+    );
+    let mut run = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    run.wait_log("starting pipeline", 60);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut writer = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let pad = "x".repeat(80);
+    let mut next = 0u64;
+    let mut write_for = |writer: &mut std::fs::File, d: Duration| {
+        // ~14 KB every 10 ms: ~1.4 MB/s.
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            let mut chunk = String::new();
+            for _ in 0..140 {
+                chunk.push_str(&format!("line-{next:08} {pad}\n"));
+                next += 1;
+            }
+            writer.write_all(chunk.as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        next
+    };
+    let rotations = 5;
+    for round in 0..rotations {
+        let written = write_for(&mut writer, Duration::from_millis(300));
+        run.wait_lines(&out, written as usize, 60);
+        std::fs::copy(&log, dir.join(format!("app.log.{round}"))).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&log)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        // The writer goes on at once, faster than a stat pass comes round.
+    }
+    let written = write_for(&mut writer, Duration::from_millis(300));
+    let text = run.wait_lines(&out, written as usize, 60);
+    std::thread::sleep(Duration::from_millis(300));
+    run.signal("-TERM");
+    assert!(run.exit(30).success(), "{}", run.log());
+    let text = std::fs::read_to_string(&out).unwrap_or(text);
+    let mut seen = vec![0u32; written as usize];
+    for line in text.lines() {
+        let n: usize = line
+            .strip_prefix("line-")
+            .and_then(|l| l.strip_suffix(pad.as_str()))
+            .and_then(|l| l.trim_end().parse().ok())
+            .unwrap_or_else(|| panic!("garbled line {line:?}\n{}", run.log()));
+        seen[n] += 1;
+    }
+    let missing = seen.iter().filter(|&&c| c == 0).count();
+    let twice = seen.iter().filter(|&&c| c > 1).count();
+    assert_eq!(
+        (missing, twice),
+        (0, 0),
+        "of {written} lines\n{}",
+        run.log()
+    );
+    assert_eq!(
+        run.log().matches("file shrank").count(),
+        rotations as usize,
+        "{}",
+        run.log()
+    );
+}

@@ -10,7 +10,9 @@
 //!    where it was; a new file starts where the sincedb says, else at its end
 //!    (`start_position => end`, files present at the first discovery only) or its start.
 //! 2. **Stat pass** (every `stat_interval`): each file's path is checked. A file that
-//!    shrank (copytruncate) is read again from the start; one whose path now names another
+//!    shrank (copytruncate) is read again from the start (an open file is also checked at
+//!    every read, so that a writer going on cannot grow it past the old position before the
+//!    truncation is seen); one whose path now names another
 //!    file (rename rotation) or nothing (deleted) is read to its end through the descriptor
 //!    still open, its last unfinished line and the codec's held record given out, and then
 //!    dropped; the new file at the path is discovered at once and read from its start.
@@ -275,13 +277,7 @@ impl State<'_> {
                         w.idle = false;
                     }
                     if size < w.consumed {
-                        tracing::warn!(path = %w.path, size, position = w.consumed, "file input: file shrank (truncated): reading it again from the start");
-                        w.consumed = 0;
-                        w.buf.clear();
-                        w.safe = 0;
-                        w.hold_start = 0;
-                        let (key, path) = (w.key, w.path.clone());
-                        self.pending.insert(key, (0, path));
+                        self.read_again_from_start(i, size);
                     }
                     let w = &mut self.files[i];
                     w.size = size;
@@ -358,9 +354,34 @@ impl State<'_> {
         self.pending.insert(w.key, (w.safe, w.path.clone()));
     }
 
+    /// File `i` shrank below what was read of it (copytruncate): it is read again from its
+    /// start. What it held past its new size before is gone from it (logrotate copied it).
+    fn read_again_from_start(&mut self, i: usize, size: u64) {
+        let w = &mut self.files[i];
+        tracing::warn!(path = %w.path, size, position = w.read_from(), "file input: file shrank (truncated): reading it again from the start");
+        w.consumed = 0;
+        w.buf.clear();
+        w.safe = 0;
+        w.hold_start = 0;
+        w.size = size;
+        self.pending.insert(w.key, (0, w.path.clone()));
+    }
+
     /// Reads up to `chunks` chunks from file `i`, pushing a batch whenever one is full;
     /// returns the bytes read (`None` when the pipeline stopped taking events).
     fn read_file(&mut self, i: usize, chunks: u64) -> Option<u64> {
+        // A truncation is seen at the first read after it (one fstat per read turn), not at
+        // the next stat pass: a writer that goes on writing would otherwise have grown the
+        // file past the old position by then, and the read would go on from there, mid-line,
+        // losing everything before it (copytruncate under a fast writer).
+        let w = &self.files[i];
+        if let (Some(file), false) = (&w.file, w.gone) {
+            if let Ok(meta) = file.metadata() {
+                if meta.len() < w.read_from() {
+                    self.read_again_from_start(i, meta.len());
+                }
+            }
+        }
         let chunk_size = self.input.s.chunk_size;
         let delimiter = self.input.s.delimiter.clone();
         let mut chunk = vec![0u8; chunk_size];
