@@ -6,9 +6,13 @@
 //! events are in the pipeline's queue.
 //!
 //! While the queue is full, requests wait; past `threads` + `max_pending_requests` waiting
-//! requests, new ones get 429 at once (Logstash's answer) rather than piling up. A body over
-//! `max_content_length` gets 413, one that takes over 60 s to arrive 408, wrong credentials (`user`/`password`) 401; bad TLS closes the
-//! connection.
+//! requests, new ones get 429 at once (Logstash's answer) rather than piling up. Memory is
+//! bounded across all requests too (beyond Logstash): the request bodies held at once (as they
+//! arrive, decoded, until their events are queued) stay within `max_pending_bytes` (default
+//! twice `max_content_length`); a request that would pass it gets 429 at once. A body over
+//! `max_content_length` (after `Content-Encoding: gzip` or `deflate` is undone, as Logstash
+//! does) gets 413, one that takes over 60 s to arrive 408, wrong credentials
+//! (`user`/`password`) 401; bad TLS closes the connection.
 //!
 //! Fields: the client's address in `host` (`[host][ip]` with ECS; `remote_host_target_field`),
 //! the request headers (lower case, `-` as `_`) with `request_method`, `request_path`,
@@ -22,7 +26,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -48,6 +52,8 @@ struct Shared {
     response_headers: Vec<(String, String)>,
     max_content_length: usize,
     pending: Arc<tokio::sync::Semaphore>,
+    /// One permit per byte of request body held (`max_pending_bytes`).
+    body_bytes: Arc<tokio::sync::Semaphore>,
     ecs: bool,
     remote_host: FieldRef,
     headers_field: FieldRef,
@@ -85,6 +91,17 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     if max_content_length < 1 {
         return Err(opts.error("max_content_length", "must be at least 1"));
     }
+    let max_pending_bytes = opts
+        .int("max_pending_bytes")?
+        .unwrap_or(max_content_length.saturating_mul(2));
+    if max_pending_bytes < max_content_length {
+        return Err(opts.error(
+            "max_pending_bytes",
+            format!("must be at least max_content_length ({max_content_length}), so that a body of that size can be taken"),
+        ));
+    }
+    let max_pending_bytes =
+        (max_pending_bytes as u64).min(tokio::sync::Semaphore::MAX_PERMITS as u64);
     let code = opts.int("response_code")?.unwrap_or(200);
     if ![200, 201, 202, 204].contains(&code) {
         return Err(opts.error(
@@ -143,6 +160,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             response_headers,
             max_content_length: max_content_length as usize,
             pending: Arc::new(tokio::sync::Semaphore::new(threads + max_pending as usize)),
+            body_bytes: Arc::new(tokio::sync::Semaphore::new(max_pending_bytes as usize)),
             ecs: ecs.enabled(),
             remote_host,
             headers_field,
@@ -151,6 +169,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
                 "requests.rejected_busy",
                 "requests.rejected_auth",
                 "requests.rejected_too_large",
+                "requests.rejected_memory",
             ])),
         }),
     }))
@@ -229,22 +248,13 @@ async fn handle(
         }
     }
     let (parts, body) = req.into_parts();
+    let mut held = Held::new(&shared.body_bytes);
     // A client that trickles its body does not keep its slot for ever.
-    let collect = Limited::new(body, shared.max_content_length).collect();
-    let Ok(collected) = tokio::time::timeout(BODY_TIMEOUT, collect).await else {
-        return reply(StatusCode::REQUEST_TIMEOUT, "request body timed out\n");
-    };
-    let body = match collected {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                c.add("requests.rejected_too_large", 1);
-                return reply(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n");
-            }
-            return reply(StatusCode::BAD_REQUEST, "cannot read the request body\n");
-        }
+    let read = read_body(body, &parts, shared, &mut held);
+    let body = match tokio::time::timeout(BODY_TIMEOUT, read).await {
+        Err(_) => return reply(StatusCode::REQUEST_TIMEOUT, "request body timed out\n"),
+        Ok(Err(refusal)) => return refusal.answer(c),
+        Ok(Ok(body)) => body,
     };
     let content_type = parts
         .headers
@@ -266,6 +276,10 @@ async fn handle(
     let mut events: Vec<Event> = Vec::new();
     codec.decode(&body, &mut events);
     codec.flush(&mut events);
+    let body_len = body.len();
+    // The events hold what the body did: it goes before they wait for the queue. Its bytes
+    // stay counted in `held` (the events' own size) until they are queued.
+    drop(body);
     let ip = Value::String(peer.addr.ip().to_string().into());
     let headers = request_headers(&parts);
     for e in &mut events {
@@ -274,7 +288,7 @@ async fn handle(
         }
         e.set(&shared.headers_field, Value::Object(headers.clone()));
         if shared.ecs {
-            ecs_fields(e, &parts, &media, body.len());
+            ecs_fields(e, &parts, &media, body_len);
         }
     }
     if net::push(ctx, events).await.is_err() {
@@ -298,6 +312,181 @@ async fn handle(
         }
     }
     r
+}
+
+/// The share of `max_pending_bytes` a request holds: taken as its body arrives, given back
+/// when the request is answered.
+struct Held {
+    budget: Arc<tokio::sync::Semaphore>,
+    permits: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Held {
+    fn new(budget: &Arc<tokio::sync::Semaphore>) -> Held {
+        Held {
+            budget: Arc::clone(budget),
+            permits: None,
+        }
+    }
+
+    /// Takes `bytes` more; false when the budget has not that much left now.
+    fn take(&mut self, bytes: usize) -> bool {
+        if bytes == 0 {
+            return true;
+        }
+        let Ok(n) = u32::try_from(bytes) else {
+            return false;
+        };
+        match Arc::clone(&self.budget).try_acquire_many_owned(n) {
+            Ok(p) => {
+                match &mut self.permits {
+                    Some(all) => all.merge(p),
+                    None => self.permits = Some(p),
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// Why a request's body was not taken.
+enum Refusal {
+    TooLarge,
+    /// `max_pending_bytes` is used up by other requests.
+    Memory,
+    Unreadable,
+    /// A `Content-Encoding` other than gzip, deflate and identity.
+    Encoding,
+}
+
+impl Refusal {
+    fn answer(self, c: &NamedCounters) -> Response<Full<Bytes>> {
+        match self {
+            Refusal::TooLarge => {
+                c.add("requests.rejected_too_large", 1);
+                reply(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n")
+            }
+            Refusal::Memory => {
+                c.add("requests.rejected_memory", 1);
+                reply(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too much request data pending (max_pending_bytes)\n",
+                )
+            }
+            Refusal::Unreadable => reply(StatusCode::BAD_REQUEST, "cannot read the request body\n"),
+            Refusal::Encoding => reply(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported Content-Encoding (gzip, deflate and identity are)\n",
+            ),
+        }
+    }
+}
+
+/// Reads the body frame by frame into one buffer (sized by `Content-Length` when given),
+/// taking its bytes from the budget as they come, and undoes `Content-Encoding: gzip` or
+/// `deflate`: at most `max_content_length` bytes, before and after decoding.
+async fn read_body(
+    mut body: Incoming,
+    parts: &hyper::http::request::Parts,
+    shared: &Shared,
+    held: &mut Held,
+) -> Result<Vec<u8>, Refusal> {
+    let limit = shared.max_content_length;
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let encoding = parts
+        .headers
+        .get(hyper::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    if !matches!(
+        encoding.as_str(),
+        "" | "identity" | "gzip" | "x-gzip" | "deflate"
+    ) {
+        return Err(Refusal::Encoding);
+    }
+    let mut buf = Vec::new();
+    if let Some(n) = declared {
+        if n > limit as u64 {
+            return Err(Refusal::TooLarge);
+        }
+        if !held.take(n as usize) {
+            return Err(discard(body, limit).await);
+        }
+        buf.reserve_exact(n as usize);
+    }
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| Refusal::Unreadable)?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if buf.len() + data.len() > limit {
+            return Err(Refusal::TooLarge);
+        }
+        // Past what Content-Length said (or without one): taken as it comes.
+        let taken = declared.map_or(0, |n| n as usize);
+        let beyond = (buf.len() + data.len()).saturating_sub(taken.max(buf.len()));
+        if !held.take(beyond) {
+            drop(buf);
+            return Err(discard(body, limit).await);
+        }
+        buf.extend_from_slice(&data);
+    }
+    match encoding.as_str() {
+        "gzip" | "x-gzip" => inflate(flate2::read::MultiGzDecoder::new(&buf[..]), limit, held),
+        "deflate" => {
+            // HTTP's "deflate" is zlib-wrapped; some clients send raw deflate.
+            let zlib = inflate(flate2::read::ZlibDecoder::new(&buf[..]), limit, held);
+            match zlib {
+                Err(Refusal::Unreadable) => {
+                    inflate(flate2::read::DeflateDecoder::new(&buf[..]), limit, held)
+                }
+                other => other,
+            }
+        }
+        _ => Ok(buf),
+    }
+}
+
+/// Reads the rest of a body refused for want of memory, keeping none of it (at most `limit`
+/// bytes), so that the client, still sending, reads the 429 instead of a reset connection.
+async fn discard(mut body: Incoming, limit: usize) -> Refusal {
+    let mut read = 0usize;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            read += data.len();
+            if read > limit {
+                return Refusal::TooLarge;
+            }
+        }
+    }
+    Refusal::Memory
+}
+
+/// Decompresses at most `limit` bytes, taking them from the budget as they come.
+fn inflate(mut r: impl std::io::Read, limit: usize, held: &mut Held) -> Result<Vec<u8>, Refusal> {
+    let mut out = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err(Refusal::Unreadable),
+        };
+        if out.len() + n > limit {
+            return Err(Refusal::TooLarge);
+        }
+        if !held.take(n) {
+            return Err(Refusal::Memory);
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// The request's headers as Logstash's http input records them.
