@@ -564,6 +564,35 @@ impl Agent {
             {
                 continue;
             }
+            if self.pipelines.contains_key(&id) {
+                // A config caught while an editor or a deployment writes it: taken only once
+                // it reads the same twice, a moment apart (else at a later round).
+                std::thread::sleep(SETTLE);
+                match spec.load() {
+                    Ok(again) if again.fingerprint == loaded.fingerprint => {}
+                    _ => {
+                        tracing::info!(pipeline = %id, "configuration is changing; reloading once it stops changing");
+                        continue;
+                    }
+                }
+                // An empty file, or one cut short, must not replace a running pipeline with
+                // one that has nothing to read (it would end at once, and the process too)
+                // or nowhere to write (its events would be acknowledged into the void). Such
+                // a config still runs when the process starts with it.
+                let missing = [
+                    (SectionKind::Input, "input"),
+                    (SectionKind::Output, "output"),
+                ]
+                .into_iter()
+                .find(|&(k, _)| !has_plugins(&loaded.config, k));
+                if let Some((_, kind)) = missing {
+                    let e = format!("the new configuration has no {kind} plugin (an empty or half-written file?)");
+                    tracing::error!(pipeline = %id, "reload failed, the running pipeline keeps running: {e}");
+                    self.monitor.reload_failed(&id, &e);
+                    failed += 1;
+                    continue;
+                }
+            }
             let compiled = match graph::compile(&loaded.config, &self.registry_for(&spec)) {
                 Ok(c) => c,
                 Err(e) => {
@@ -623,6 +652,17 @@ impl Agent {
         }
         (ok, failed)
     }
+}
+
+/// How long a changed config must stay the same before a reload takes it.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Whether the config has a section of `kind` with anything in it.
+fn has_plugins(config: &Config, kind: SectionKind) -> bool {
+    config
+        .sections
+        .iter()
+        .any(|s| s.kind == kind && !s.body.is_empty())
 }
 
 #[cfg(test)]

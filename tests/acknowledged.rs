@@ -220,3 +220,61 @@ fn a_stop_that_gives_up_on_a_filter_delivers_none_of_its_batch() {
         "delivered twice: {all:?} (first run {delivered:?})"
     );
 }
+
+/// Issue 46: automatic reload to an empty config file made the pipeline empty, and the process
+/// exited 0. A reload to a config with no input or no output (an empty file, one cut short)
+/// or that does not parse keeps the running pipeline, says why, and a good config still
+/// reloads afterwards.
+#[test]
+fn reload_to_an_empty_or_cut_short_config_keeps_the_running_pipeline() {
+    let dir = temp_dir("reload-empty");
+    let conf = dir.join("pipeline.conf");
+    let out = dir.join("out.log");
+    let config = |version: &str| {
+        format!(
+            "input {{ generator {{ add_field => {{ \"version\" => \"{version}\" }} }} }}\noutput {{ file {{ path => \"{}\" codec => line {{ format => \"%{{version}}\" }} }} }}\n",
+            out.display()
+        )
+    };
+    std::fs::write(&conf, config("1")).unwrap();
+    let mut run = Run::spawn(
+        &dir,
+        &format!(
+            "path.data: {}\nconfig.reload.automatic: true\nconfig.reload.interval: 1s\n",
+            dir.join("data").display()
+        ),
+        &["-f", conf.to_str().unwrap()],
+        Stdio::null(),
+        Stdio::null(),
+    );
+    run.wait_until("events", 60, || out.exists());
+    let full = config("2");
+    let cut = &full[..full.find("output").unwrap()];
+    let broken = &full[..full.len() - 4];
+    for (what, text) in [("empty", ""), ("no output", cut), ("syntax error", broken)] {
+        std::fs::write(&conf, text).unwrap();
+        let failures = run.log().matches("reload failed").count();
+        run.wait_until(&format!("a refused reload ({what})"), 30, || {
+            run.log().matches("reload failed").count() > failures
+        });
+        let size = std::fs::metadata(&out).unwrap().len();
+        run.wait_until(&format!("events after the {what} config"), 30, || {
+            std::fs::metadata(&out).unwrap().len() > size + 1000
+        });
+        assert!(run.child.try_wait().unwrap().is_none(), "{}", run.log());
+    }
+    std::fs::write(&conf, config("3")).unwrap();
+    run.wait_until("the good config", 60, || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .contains("3\n")
+    });
+    run.signal("-TERM");
+    let status = run.exit(60);
+    assert!(status.success(), "{status}\n{}", run.log());
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.lines().any(|l| l == "2"), "a broken config ran");
+    let log = run.log();
+    assert!(log.contains("has no input plugin"), "{log}");
+    assert!(log.contains("has no output plugin"), "{log}");
+}
