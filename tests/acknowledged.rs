@@ -278,3 +278,55 @@ fn reload_to_an_empty_or_cut_short_config_keeps_the_running_pipeline() {
     assert!(log.contains("has no input plugin"), "{log}");
     assert!(log.contains("has no output plugin"), "{log}");
 }
+
+/// Issue 46: `1e999` beside an integer past 64 bits became Infinity, written as `null`, with
+/// no tag (alone it was `_jsonparsefailure`). Now the same text fails the same way whatever
+/// its neighbours, in the json filter and the json codec.
+#[test]
+fn a_number_no_float_holds_fails_the_json_whatever_its_neighbours() {
+    let dir = temp_dir("json-range");
+    let big = "123456789012345678901234567890";
+    let lines = [
+        r#"{"a":1e999}"#.to_owned(),
+        format!(r#"{{"a":1e999,"b":{big}}}"#),
+        format!(r#"{{"b":{big},"a":1e999}}"#),
+    ];
+    let input = dir.join("in.log");
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    for (name, config) in [
+        (
+            "filter",
+            r#"input { stdin { } } filter { json { source => "message" } } output { stdout { codec => json_lines } }"#,
+        ),
+        (
+            "codec",
+            r#"input { stdin { codec => json_lines } } output { stdout { codec => json_lines } }"#,
+        ),
+    ] {
+        let mut run = Run::start(
+            &dir,
+            "",
+            &[],
+            config,
+            Stdio::from(std::fs::File::open(&input).unwrap()),
+            Stdio::piped(),
+        );
+        let out = run.read_stdout();
+        assert!(run.exit(60).success(), "{}", run.log());
+        let events: Vec<serde_json::Value> = out
+            .join()
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(events.len(), 3, "{name}: {events:?}");
+        for e in &events {
+            assert_eq!(
+                e["tags"],
+                serde_json::json!(["_jsonparsefailure"]),
+                "{name}: {e}"
+            );
+            assert!(e.get("a").is_none() && e.get("b").is_none(), "{name}: {e}");
+        }
+    }
+}

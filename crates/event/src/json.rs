@@ -166,7 +166,7 @@ pub fn parse(bytes: &[u8]) -> Result<Value, de::value::Error> {
     let mut de = sonic_rs::Deserializer::from_slice(bytes).use_rawnumber();
     let raw: sonic_rs::Value = de.deserialize().map_err(to_error)?;
     de.end().map_err(to_error)?;
-    Ok(from_raw(&raw))
+    from_raw(&raw).map_err(de::Error::custom)
 }
 
 /// Whether `bytes` hold `len` (at least 15) ASCII digits in a row. Such a run always covers a
@@ -198,9 +198,11 @@ fn has_digit_run(bytes: &[u8], len: usize) -> bool {
 }
 
 /// A value parsed with raw numbers: integers exact (past 128 bits, a float), the rest floats.
-fn from_raw(v: &sonic_rs::Value) -> Value {
+/// A number no float can hold (`1e999`) fails the whole text, as it does on the fast path:
+/// the same text gets the same answer whatever numbers stand beside it.
+fn from_raw(v: &sonic_rs::Value) -> Result<Value, String> {
     use sonic_rs::{JsonContainerTrait, JsonType, JsonValueTrait};
-    match v.get_type() {
+    Ok(match v.get_type() {
         JsonType::Null => Value::Null,
         JsonType::Boolean => Value::Bool(v.as_bool().unwrap_or_default()),
         JsonType::String => Value::String(v.as_str().unwrap_or_default().into()),
@@ -208,25 +210,29 @@ fn from_raw(v: &sonic_rs::Value) -> Value {
             let text = v.as_raw_number().map(|n| n.as_str().to_owned());
             let text = text.as_deref().unwrap_or("0");
             let integral = !text.contains(['.', 'e', 'E']);
-            integral
-                .then(|| Value::parse_integer(text))
-                .flatten()
-                .unwrap_or_else(|| Value::Float(text.parse().unwrap_or(f64::NAN)))
+            match integral.then(|| Value::parse_integer(text)).flatten() {
+                Some(int) => int,
+                None => match text.parse::<f64>() {
+                    Ok(f) if f.is_finite() => Value::Float(f),
+                    _ => return Err(format!("number out of range: {text}")),
+                },
+            }
         }
         JsonType::Array => Value::Array(
             v.as_array()
-                .map(|a| a.iter().map(from_raw).collect())
+                .map(|a| a.iter().map(from_raw).collect::<Result<_, _>>())
+                .transpose()?
                 .unwrap_or_default(),
         ),
         JsonType::Object => {
             let mut m = Map::new();
             for (k, item) in v.as_object().into_iter().flat_map(|o| o.iter()) {
                 // A repeated key keeps its last value, as on the fast path.
-                m.insert(Key::from(k), from_raw(item));
+                m.insert(Key::from(k), from_raw(item)?);
             }
             Value::Object(m)
         }
-    }
+    })
 }
 
 impl From<serde_json::Value> for Value {
@@ -317,10 +323,18 @@ mod tests {
             parse(br#"{"a":1,"a":20000000000000000000}"#).unwrap(),
             parse(br#"{"a":20000000000000000000}"#).unwrap()
         );
-        assert!(matches!(
-            parse(b"1e400000000000000000000"),
-            Ok(Value::Float(_)) | Err(_)
-        ));
+        assert!(parse(b"1e400000000000000000000").is_err());
+        // A number no float holds fails the text whatever stands beside it (issue 46: beside
+        // an integer past 64 bits it became Infinity, written as null, with no tag).
+        let big = "123456789012345678901234567890";
+        for text in [
+            "1e999".to_owned(),
+            format!(r#"{{"a":1e999,"b":{big}}}"#),
+            format!(r#"{{"b":{big},"a":[-1e999]}}"#),
+            format!("[{big}, 1{}]", "0".repeat(400)),
+        ] {
+            assert!(parse(text.as_bytes()).is_err(), "{text}");
+        }
         assert!(parse(b"[12345678901234567890,").is_err());
         assert_eq!(to_string(&Value::Float(2.0)), "2.0");
         assert!(parse(b"{bad").is_err());
