@@ -6,6 +6,9 @@
 //!   (in `tests/http_input.rs`).
 //! - `sluice queue repair` never gives a sequence (a replay-safe id) to a second event.
 //! - A stop that gives up on a slow filter delivers none of its batch (nor acks it).
+//! - Automatic reload to an empty or cut-short config keeps the running pipeline.
+//! - `1e999` fails a JSON text whatever its neighbours.
+//! - An event that crashes the process twice is set aside, never replayed into a crash loop.
 
 mod run_support;
 mod tmpfs;
@@ -167,6 +170,7 @@ fn repair_never_gives_a_replay_safe_id_to_a_second_event() {
 /// there, then acked (14 of 20 in the probe). Now the batch is neither delivered nor acked: the
 /// next start replays it through the filter.
 #[test]
+#[cfg(feature = "ruby")]
 fn a_stop_that_gives_up_on_a_filter_delivers_none_of_its_batch() {
     let dir = temp_dir("slow-filter");
     let out = dir.join("out.json");
@@ -328,5 +332,71 @@ fn a_number_no_float_holds_fails_the_json_whatever_its_neighbours() {
             );
             assert!(e.get("a").is_none() && e.get("b").is_none(), "{name}: {e}");
         }
+    }
+}
+
+/// Issue 46: Ruby code that kills the process on one event (`Process.kill(:KILL, Process.pid)`
+/// killed sluice with no log line, and with a persisted queue every start replayed the event
+/// and died again). Signalling sluice itself is refused now (tested in `tests/ruby_filter.rs`);
+/// a process killed from outside by an event (here a `kill -9` the code runs) is met by the
+/// in-flight journal: the batch in flight at the first crash is processed one event at a
+/// time, the second crash names the event, and the third start sets it aside (the dead letter
+/// queue, or a logged skip) and delivers everything else.
+#[test]
+#[cfg(feature = "ruby")]
+fn an_event_that_crashes_the_process_twice_is_set_aside() {
+    for dlq in [true, false] {
+        let dir = temp_dir(&format!("poison-{dlq}"));
+        let out = dir.join("out.log");
+        let input = dir.join("in.log");
+        let lines: Vec<String> = (0..30)
+            .map(|i| match i {
+                17 => "poison".to_owned(),
+                i => format!("line-{i}"),
+            })
+            .collect();
+        std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+        let settings = format!(
+            "path.data: {}\nqueue.type: persisted\nqueue.drain: true\npipeline.workers: 1\npipeline.batch.size: 10\ndead_letter_queue.enable: {dlq}\n",
+            dir.join("data").display()
+        );
+        let config = format!(
+            r#"input {{ stdin {{ }} }}
+               filter {{ ruby {{ code => "system('kill', '-9', Process.pid.to_s) if event.get('message') == 'poison'" }} }}
+               output {{ file {{ path => "{}" codec => line {{ format => "%{{message}}" }} }} }}"#,
+            out.display()
+        );
+        let run = |stdin: Stdio| {
+            let mut r = Run::start(&dir, &settings, &[], &config, stdin, Stdio::null());
+            let status = r.exit(120);
+            (status, r.log())
+        };
+        let (first, log) = run(Stdio::from(std::fs::File::open(&input).unwrap()));
+        assert_eq!(first.code(), None, "not killed: {first}\n{log}");
+        let (second, log) = run(Stdio::null());
+        assert_eq!(second.code(), None, "not killed again: {second}\n{log}");
+        assert!(log.contains("one at a time"), "{log}");
+        let (third, log) = run(Stdio::null());
+        assert!(third.success(), "{third}\n{log}");
+        assert!(log.contains("crashed the process twice"), "{log}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let got: std::collections::BTreeSet<&str> = text.lines().collect();
+        let want: std::collections::BTreeSet<&str> = lines
+            .iter()
+            .map(String::as_str)
+            .filter(|l| *l != "poison")
+            .collect();
+        assert_eq!(got, want, "{log}");
+        if dlq {
+            let entries =
+                run_support::read_dead_letters(&dir.join("data/dead_letter_queue"), "main", 1, 60);
+            assert_eq!(entries.len(), 1, "{entries:?}");
+            assert_eq!(entries[0]["message"], "poison");
+        } else {
+            assert!(log.contains("skipped (no dead letter queue)"), "{log}");
+        }
+        // A fourth start has nothing left to do, and no crash.
+        let (fourth, log) = run(Stdio::null());
+        assert!(fourth.success(), "{fourth}\n{log}");
     }
 }

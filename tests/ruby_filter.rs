@@ -130,3 +130,61 @@ fn aggregate_pushes_a_timed_out_map_at_the_periodic_flush() {
     assert_eq!(pushed[0]["id"], "job-1");
     assert_eq!(pushed[0]["tags"], serde_json::json!(["timed_out"]));
 }
+
+/// Issue 46: `Process.kill(:KILL, Process.pid)` killed sluice with no log line. Signalling
+/// sluice itself or its process group is refused as `exit!` and `fork` are (and so are
+/// `Process.exit!` and `exec`): the event is tagged, the error logged, and the process goes on.
+#[test]
+fn code_cannot_kill_or_replace_sluice() {
+    let dir = temp_dir("ruby-filter", "kill");
+    let input = dir.join("in.log");
+    let calls = [
+        "Process.kill(:KILL, Process.pid)",
+        "Process.kill('TERM', 0)",
+        "Process.kill(:STOP, -Process.getpgrp)",
+        "Process.exit!(3)",
+        "exec('true')",
+    ];
+    std::fs::write(
+        &input,
+        (0..calls.len())
+            .map(|i| format!("{i}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let code = calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{c} if event.get('message') == '{i}'; "))
+        .collect::<String>();
+    let config = format!(
+        "input {{ stdin {{ }} }} filter {{ ruby {{ code => \"{code}\" }} }} output {{ stdout {{ codec => json_lines }} }}"
+    );
+    let mut r = Run::start(
+        &dir,
+        "",
+        &[],
+        &config,
+        Stdio::from(std::fs::File::open(&input).unwrap()),
+        Stdio::piped(),
+    );
+    let out = r.read_stdout();
+    let status = r.exit(60);
+    assert!(status.success(), "{status:?}\n{}", r.log());
+    let events: Vec<serde_json::Value> = out
+        .join()
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), calls.len(), "{}", r.log());
+    for e in &events {
+        assert_eq!(e["tags"], serde_json::json!(["_rubyexception"]), "{e}");
+    }
+    let log = r.log();
+    assert_eq!(
+        log.matches("not available in sluice's ruby filter").count(),
+        calls.len(),
+        "{log}"
+    );
+}

@@ -29,6 +29,9 @@ use crate::plugin::Stopped;
 pub struct ReadBatch {
     pub events: Vec<Event>,
     pub token: u64,
+    /// The batch is one event that was being processed when the process died, twice: to be
+    /// set aside (dead letter queue, or a logged skip) and acked, not processed. Its sequence.
+    pub poison: Option<u64>,
 }
 
 /// What the monitoring API shows about a queue.
@@ -313,7 +316,11 @@ impl EventQueue for MemoryEventQueue {
         if let Some(ids) = &self.ids {
             ids.stamp_all(&mut events);
         }
-        Some(ReadBatch { events, token: 0 })
+        Some(ReadBatch {
+            events,
+            token: 0,
+            poison: None,
+        })
     }
 
     fn ack(&self, _token: u64) {}
@@ -576,6 +583,7 @@ impl EventQueue for PersistedEventQueue {
         Some(ReadBatch {
             events,
             token: raw.token,
+            poison: raw.poison.then_some(raw.first_seq),
         })
     }
 

@@ -251,6 +251,11 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         let Some(batch) = shared.queue.read_batch(s.batch_size, s.batch_delay) else {
             break;
         };
+        if let Some(seq) = batch.poison {
+            set_aside(shared, &batch.events, seq);
+            shared.queue.ack(batch.token);
+            continue;
+        }
         if batch.events.is_empty() {
             // Woken for the periodic flush (nothing was read, nothing to ack).
             continue;
@@ -293,6 +298,30 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     }
     let rest = chain.flush();
     deliver_released(shared, &mut chain, rest, worker);
+}
+
+/// An event that was being processed at two crashes of the process (see
+/// `sluice_queue::inflight`): into the dead letter queue when the pipeline has one, else
+/// logged with its sequence and skipped (counted in the queue's figures).
+fn set_aside(shared: &Shared, events: &[Event], seq: u64) {
+    const REASON: &str = "the process crashed twice while processing this event; set aside so that it does not crash every start";
+    let written = match &shared.dlq {
+        Some(dlq) => {
+            let items: Vec<(&Event, &str)> = events.iter().map(|e| (e, REASON)).collect();
+            dlq.write("queue", "poison", &items)
+        }
+        None => 0,
+    };
+    if written > 0 {
+        tracing::error!(pipeline = %shared.settings.id, sequence = seq, "event {seq} crashed the process twice: written to the dead letter queue instead of processed");
+    } else {
+        let text = events
+            .first()
+            .map(sluice_event::json::event_to_string)
+            .unwrap_or_default();
+        let shown: String = text.chars().take(1000).collect();
+        tracing::error!(pipeline = %shared.settings.id, sequence = seq, "event {seq} crashed the process twice: skipped (no dead letter queue): {shown}");
+    }
 }
 
 /// Delivers events filters released (at a periodic or the final flush; already through the

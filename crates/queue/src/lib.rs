@@ -29,6 +29,9 @@
 //! - `spare.<N>`: a page whose records were all acked, kept to be written over as the next
 //!   page ([`page::reuse_spare`]); at most one, removed at a graceful stop and at start-up.
 //! - `.lock`: held by the process that has the queue open ([`storage::lock_dir`]).
+//! - `inflight` and `suspects`: which records were being processed when a process died, so
+//!   that a record that crashes the process every time is set aside instead of replayed into
+//!   the same crash at every start ([`inflight`]; advisory, outside the durability argument).
 //!
 //! # Limits
 //!
@@ -112,6 +115,7 @@ pub mod compression;
 pub mod dlq;
 pub mod error;
 pub mod format;
+pub mod inflight;
 pub mod memory;
 pub mod page;
 pub mod persisted;

@@ -57,6 +57,11 @@ pub trait Storage: Send + Sync {
     fn sync_dir(&self) -> io::Result<()>;
     /// A human-readable location for messages.
     fn describe(&self) -> String;
+    /// The directory on the real file system, where there is one: the in-flight journal
+    /// ([`crate::inflight`]) maps a file there.
+    fn local_dir(&self) -> Option<&Path> {
+        None
+    }
 }
 
 /// Files in one directory of the real file system.
@@ -181,6 +186,10 @@ impl Storage for FsStorage {
 
     fn describe(&self) -> String {
         self.dir.display().to_string()
+    }
+
+    fn local_dir(&self) -> Option<&Path> {
+        Some(&self.dir)
     }
 }
 

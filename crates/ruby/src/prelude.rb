@@ -327,7 +327,9 @@ module Sluice
 end
 
 # What would take the process away from sluice is refused: forking copies only the VM thread,
-# exit! ends sluice without its shutdown, and a trap would replace sluice's signal handling.
+# exit! ends sluice without its shutdown, exec replaces it, a signal sent to sluice itself (or
+# its process group) would kill or stop it behind its back, and a trap would replace sluice's
+# signal handling.
 module Kernel
   private
 
@@ -339,6 +341,10 @@ module Kernel
     raise NotImplementedError, "exit! is not available in sluice's ruby filter"
   end
 
+  def exec(*)
+    raise NotImplementedError, "exec is not available in sluice's ruby filter"
+  end
+
   def trap(*)
     raise NotImplementedError, "signal traps are not available in sluice's ruby filter (sluice handles signals)"
   end
@@ -347,6 +353,30 @@ end
 module Process
   def self.fork(*)
     raise NotImplementedError, "fork is not available in sluice's ruby filter"
+  end
+
+  def self.exit!(*)
+    raise NotImplementedError, "Process.exit! is not available in sluice's ruby filter"
+  end
+
+  def self.exec(*)
+    raise NotImplementedError, "Process.exec is not available in sluice's ruby filter"
+  end
+
+  class << self
+    alias_method :__sluice_kill, :kill
+
+    # Other processes may be signalled; sluice itself, its process group (0, -pgid) and every
+    # process (-1) may not, except with signal 0 (a check that sends nothing).
+    def kill(signal, *pids)
+      unless [0, "0", "EXIT", :EXIT].include?(signal)
+        own = [::Process.pid, 0, -1, -::Process.getpgrp]
+        if pids.any? { |p| own.include?(Integer(p)) }
+          raise NotImplementedError, "signalling sluice itself or its process group is not available in sluice's ruby filter"
+        end
+      end
+      __sluice_kill(signal, *pids)
+    end
   end
 
   def self.daemon(*)

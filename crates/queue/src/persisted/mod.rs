@@ -112,6 +112,8 @@ impl QueueConfig {
 struct BatchInfo {
     page: u64,
     range: AckRange,
+    /// Its slot in the in-flight journal.
+    slot: Option<u16>,
 }
 
 struct PageState {
@@ -184,6 +186,13 @@ struct State {
     full_logged: bool,
     /// Counts [`PersistedQueue::wake_readers`] calls.
     wakes: u64,
+    /// Batches handed out and not acked, for the next start if this process dies
+    /// ([`crate::inflight`]); `None` on storage without a local directory, or if unwritable.
+    journal: Option<crate::inflight::Journal>,
+    /// Records that were in flight at earlier crashes: handed out one by one, or as poison.
+    suspects: crate::inflight::Suspects,
+    /// Poison records handed out to be set aside.
+    set_aside: u64,
     /// Sleepers on `readable`, `room` and `synced`; whether the flusher sleeps.
     readers_waiting: usize,
     room_waiting: usize,
@@ -204,6 +213,8 @@ pub struct QueueStats {
     pub lost_events: u64,
     /// Spare page files (acked pages kept whole) the writer can take as its next head pages.
     pub spares: usize,
+    /// Records handed out as poison since the queue was opened (see [`crate::inflight`]).
+    pub set_aside_events: u64,
 }
 
 pub struct PersistedQueue {
@@ -425,6 +436,18 @@ impl PersistedQueue {
         let used_bytes = pages.iter().map(|p| p.bytes).sum();
         let lost = recovered.lost_before_reading();
         let reader = reader::Reader::new(pages.front());
+        let (journal, suspects) = match storage.local_dir() {
+            Some(dir) => {
+                let first_unacked = pages.front().map_or(next_seq, |p| p.acks.first_unacked().0);
+                let inflight = crate::inflight::read_inflight(dir);
+                let suspects =
+                    crate::inflight::Suspects::read(dir).after_crash(&inflight, first_unacked);
+                report_suspects(&location, &inflight, &suspects);
+                suspects.write(dir);
+                (crate::inflight::Journal::create(dir), suspects)
+            }
+            None => (None, crate::inflight::Suspects::default()),
+        };
         let head_num = head.as_ref().map(|h| h.num);
         tracing::info!(
             queue = %location,
@@ -450,6 +473,9 @@ impl PersistedQueue {
                 flusher_done: false,
                 flush_requested: false,
                 wakes: 0,
+                journal,
+                suspects,
+                set_aside: 0,
                 readers_waiting: 0,
                 room_waiting: 0,
                 sync_waiting: 0,
@@ -595,6 +621,10 @@ impl PersistedQueue {
         }
         let spares = std::mem::take(&mut lock(&inner.state).spares);
         inner.remove_spares(&spares);
+        // A stop, not a crash: what was in flight is not suspect.
+        if let Some(journal) = lock(&inner.state).journal.take() {
+            journal.remove();
+        }
     }
 
     pub fn stats(&self) -> QueueStats {
@@ -607,6 +637,7 @@ impl PersistedQueue {
             next_seq: st.next_seq,
             lost_events: st.lost,
             spares: st.spares.len(),
+            set_aside_events: st.set_aside,
         }
     }
 }
@@ -683,6 +714,35 @@ impl Inner {
             if st.flusher_waiting {
                 self.flush_wanted.notify_one();
             }
+        }
+    }
+}
+
+/// Says what the start found of a crash: the batches in flight when the last process died,
+/// and the records now set aside as poison.
+fn report_suspects(
+    location: &str,
+    inflight: &[std::ops::Range<u64>],
+    suspects: &crate::inflight::Suspects,
+) {
+    if inflight.is_empty() {
+        return;
+    }
+    let events: u64 = inflight.iter().map(|r| r.end - r.start).sum();
+    tracing::warn!(
+        queue = %location,
+        "the last run ended without a stop while processing {} batch(es) ({events} event(s)); their events are processed one at a time, so that one that crashes the process again is found and set aside",
+        inflight.len()
+    );
+    for (r, n) in &suspects.ranges {
+        if *n >= crate::inflight::POISON_AFTER && r.end - r.start == 1 {
+            tracing::error!(
+                queue = %location,
+                sequence = r.start,
+                crashes = n,
+                "queued event {} was being processed at {n} crashes: it is set aside (dead letter queue, or skipped)",
+                r.start
+            );
         }
     }
 }

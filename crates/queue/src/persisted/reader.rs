@@ -32,6 +32,10 @@ pub struct RawBatch {
     /// The sequence of the first record; the others follow without gaps.
     pub first_seq: u64,
     pub token: u64,
+    /// The batch is one record that was being processed, alone, when the process died at
+    /// least twice ([`crate::inflight`]): to be set aside (the dead letter queue, or a logged
+    /// skip) and acked, not processed.
+    pub poison: bool,
 }
 
 /// The token of the empty batch a woken reader returns; acking it does nothing.
@@ -84,6 +88,8 @@ struct Plan {
     limit: u64,
     end_seq: u64,
     take: u64,
+    /// The first record is poison (see [`RawBatch::poison`]).
+    poison: bool,
 }
 
 /// Records lost to damage, found by the reader.
@@ -137,7 +143,11 @@ impl Inner {
                 continue;
             };
             let (seq, offset) = (r.cursor.seq, r.cursor.offset);
-            let answer = held(r.page, seq, plan.take);
+            // Poison is read from its page (it comes from an earlier run: nobody holds it).
+            let answer = match plan.poison {
+                true => Held::default(),
+                false => held(r.page, seq, plan.take),
+            };
             // The caller's word on where its records end is checked against what the page has
             // published; if it does not fit (a bug), the records are read instead, which is
             // always right.
@@ -189,16 +199,24 @@ impl Inner {
             if let Some(loss) = loss {
                 self.count_loss(&mut st, loss);
             }
-            if let Some((raw, range)) = batch {
+            if let Some((mut raw, range)) = batch {
                 let token = st.next_token;
                 st.next_token += 1;
+                // Memory stores into the journal's mapping, no I/O.
+                let slot =
+                    (st.journal.as_mut()).and_then(|j| j.record(range.start_seq..range.end_seq));
                 st.batches.insert(
                     token,
                     BatchInfo {
                         page: r.page,
                         range,
+                        slot,
                     },
                 );
+                raw.poison = plan.poison && range.end_seq - range.start_seq == 1;
+                if raw.poison {
+                    st.set_aside += 1;
+                }
                 st.unread -= range.end_seq - range.start_seq;
                 // Another reader may be waiting for the rest.
                 if st.unread > 0 && st.readers_waiting > 0 {
@@ -267,6 +285,15 @@ impl Inner {
             if available == 0 {
                 return None;
             }
+            // Records in flight at a crash go out one by one (and poison alone, flagged);
+            // a batch stops short of them.
+            let (mut take, mut poison) = (available.min(max), false);
+            if !st.suspects.is_empty() {
+                if let Some((most, p)) = st.suspects.limit_at(r.cursor.seq) {
+                    take = take.min(most);
+                    poison = p;
+                }
+            }
             let (num, limit, end_seq) = (p.num, p.bytes, p.end_seq());
             let file = match &p.file {
                 Some(f) => Arc::clone(f),
@@ -297,7 +324,8 @@ impl Inner {
                 file,
                 limit,
                 end_seq,
-                take: available.min(max),
+                take,
+                poison,
             });
         }
     }
@@ -330,6 +358,9 @@ impl Inner {
         let Some(info) = st.batches.remove(&token) else {
             return;
         };
+        if let (Some(slot), Some(j)) = (info.slot, st.journal.as_mut()) {
+            j.clear(slot);
+        }
         let Some(page) = st.pages.iter_mut().find(|p| p.num == info.page) else {
             return;
         };
