@@ -227,6 +227,8 @@ pub struct Agent {
     /// What the monitoring API sees: running pipelines and reload outcomes.
     monitor: sluice_api::Registry,
     live: crate::shutdown::Live,
+    /// Events lost by pipelines that finished (memory queues whose pipeline halted).
+    lost: u64,
 }
 
 /// Builds a pipeline's queue from its settings.
@@ -371,7 +373,13 @@ impl Agent {
             finished_send_to: BTreeSet::new(),
             monitor: sluice_api::Registry::new(),
             live: Arc::default(),
+            lost: 0,
         }
+    }
+
+    /// Events lost so far by pipelines that finished (each logged when it finished).
+    pub fn lost(&self) -> u64 {
+        self.lost
     }
 
     /// A read-only view of the pipelines, for the monitoring API.
@@ -516,7 +524,7 @@ impl Agent {
 
     fn finish(&mut self, id: String, e: Entry) {
         tracing::info!(pipeline = %id, "pipeline finishing: draining in-flight events");
-        e.running.finish(INPUT_GRACE);
+        self.lost += e.running.finish(INPUT_GRACE);
         crate::shutdown::lock(&self.live).remove(&id);
         self.monitor.pipeline_stopped(&id);
         self.finished_send_to.extend(e.send_to);
@@ -634,7 +642,7 @@ impl Agent {
             if let Some(old) = self.pipelines.remove(&id) {
                 tracing::info!(pipeline = %id, "configuration changed; restarting the pipeline");
                 old.running.stop_inputs();
-                old.running.finish(INPUT_GRACE);
+                self.lost += old.running.finish(INPUT_GRACE);
                 crate::shutdown::lock(&self.live).remove(&id);
             }
             match self.launch(spec, loaded.fingerprint, compiled, addresses, send_to) {

@@ -125,7 +125,14 @@ pub fn run(args: &Cli) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(10));
     }
     tracing::debug!("all pipelines stopped");
-    Ok(())
+    match agent.lost() {
+        0 => Ok(()),
+        // The process ends with a failure: a script must not take a run that lost events for
+        // a clean one.
+        lost => Err(format!(
+            "{lost} event(s) were lost (memory queue; see the log above)"
+        )),
+    }
 }
 
 /// Settings as they are now on disk (for a reload), falling back to the ones we started with.

@@ -41,11 +41,12 @@ fn closed_standard_output_ends_the_pipeline() {
     stdout.read_exact(&mut first).unwrap();
     drop(stdout);
     let status = run.exit(10);
-    assert!(status.success(), "{status}\n{}", run.log());
     let log = run.log();
     assert!(log.contains("standard output is closed"), "{log}");
-    // A memory queue: what was not delivered is counted.
+    // A memory queue: what was not delivered is counted, and the exit says so (issue 46: it
+    // was 0).
     assert!(log.contains("were not delivered and are lost"), "{log}");
+    assert_eq!(status.code(), Some(1), "{log}");
 }
 
 /// The same with a persisted queue and `queue.drain: true`: the batches given up stay
@@ -156,8 +157,8 @@ fn stop_signal_ends_a_failing_output_and_the_persisted_queue_keeps_its_events() 
     assert_eq!(*seqs.keys().last().unwrap(), queued as i64 - 1);
 }
 
-/// The same with a memory queue: the stop still ends the process, and the log counts the
-/// events that are lost.
+/// The same with a memory queue: the stop still ends the process, the log counts the events
+/// that are lost, and the exit status is 1.
 #[test]
 fn stop_signal_ends_a_failing_output_and_a_memory_queue_counts_its_loss() {
     let dir = temp_dir("failing-memory");
@@ -177,7 +178,7 @@ fn stop_signal_ends_a_failing_output_and_a_memory_queue_counts_its_loss() {
     run.wait_log("Read-only file system", 30);
     run.signal("-INT");
     let status = run.exit(10);
-    assert!(status.success(), "{status}\n{}", run.log());
+    assert_eq!(status.code(), Some(1), "{status}\n{}", run.log());
     assert!(
         run.log().contains("were not delivered and are lost"),
         "{}",

@@ -562,8 +562,10 @@ impl RunningPipeline {
 
     /// Completes shutdown: waits up to `grace` for inputs to return (an input blocked reading
     /// a source that never ends, like a terminal, is left behind), then closes the queue, lets
-    /// the workers drain it and closes the outputs.
-    pub fn finish(self, grace: Duration) {
+    /// the workers drain it and closes the outputs. Returns how many events were lost (a memory
+    /// queue's batches given up, and what it still held, when the pipeline halted).
+    #[must_use]
+    pub fn finish(self, grace: Duration) -> u64 {
         self.stop_inputs();
         self.stopping_passive.set();
         // A halted pipeline delivers nothing more: no reason to wait for its inputs.
@@ -588,8 +590,9 @@ impl RunningPipeline {
         }
         let figures = self.queue.figures();
         let given_up = self.shared.given_up.load(Ordering::Relaxed);
+        let mut lost = 0;
         if figures.kind == "memory" && self.shared.halted.load(Ordering::Relaxed) {
-            let lost = given_up + figures.unread_events;
+            lost = given_up + figures.unread_events;
             if lost > 0 {
                 tracing::error!(pipeline = %self.settings.id, events = lost, "{lost} event(s) were not delivered and are lost (memory queue: {given_up} given up by a failing output, {} left in the queue); a persisted queue (queue.type: persisted) keeps them", figures.unread_events);
             }
@@ -599,5 +602,6 @@ impl RunningPipeline {
             dlq.close();
         }
         self.shared.finished.store(true, Ordering::SeqCst);
+        lost
     }
 }
