@@ -36,6 +36,10 @@ pub struct CheckpointRead {
     /// Slots that could not be decoded, with why. One is normal after a crash in mid-write;
     /// when the slot in force is not the newest one written, acks recorded after it are lost.
     pub damaged_slots: Vec<(usize, FormatError)>,
+    /// A damaged slot may be newer than the one in force (its header names a later
+    /// generation, or cannot be read): the checkpoint in force fell back, and acks recorded
+    /// after it may be lost.
+    pub fell_back: bool,
     /// Whether the file is the unslotted version 1 format.
     pub legacy: bool,
     /// Slot size of the file (0 when it has no usable slots).
@@ -111,6 +115,12 @@ fn decode_file(b: &[u8]) -> Result<CheckpointRead, FormatError> {
             need: 2 * slot_size.max(SLOT_HEADER_LEN),
         })
     };
+    // The generation each slot's header claims, damaged or not (`None`: no slot header there).
+    let claimed = |i: usize| {
+        let h = b.get(i * slot_size..i * slot_size + SLOT_HEADER_LEN)?;
+        (&h[0..4] == crate::format::CHECKPOINT_MAGIC)
+            .then(|| u64::from_le_bytes(h[16..24].try_into().unwrap_or_default()))
+    };
     for (i, slot) in [first, second].into_iter().enumerate() {
         match slot {
             Ok(s) => {
@@ -127,6 +137,10 @@ fn decode_file(b: &[u8]) -> Result<CheckpointRead, FormatError> {
     }
     if slot_size >= SLOT_HEADER_LEN && slot_size * 2 == b.len() {
         out.slot_size = slot_size;
+    }
+    if let Some(using) = out.generation() {
+        out.fell_back =
+            (out.damaged_slots.iter()).any(|(i, _)| claimed(*i).is_none_or(|g| g > using));
     }
     Ok(out)
 }

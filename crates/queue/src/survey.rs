@@ -50,13 +50,15 @@ pub enum Finding {
     StalePages { pages: Vec<u64> },
     /// Records written after the last checkpoint, found by scanning.
     RecordsAfterCheckpoint { page: u64, count: u64 },
-    /// A checkpoint slot that cannot be read; the other slot's generation is in force. After a
-    /// crash in mid-write this is normal; otherwise acks recorded after that generation are
-    /// lost, and their events may be delivered again.
+    /// A checkpoint slot that cannot be read; the other slot's generation is in force. When
+    /// the damaged slot may be the newer one (`fell_back`), acks recorded after that
+    /// generation are lost and their events may be delivered again (normal after a crash in
+    /// the middle of a checkpoint write, a problem otherwise: `queue verify` reports it).
     CheckpointSlotDamaged {
         slot: usize,
         reason: FormatError,
         using: u64,
+        fell_back: bool,
     },
     /// No usable checkpoint: which events were acked is unknown, so every record found will
     /// be delivered (again).
@@ -114,7 +116,15 @@ impl Finding {
 
     /// Whether `queue verify` calls the queue damaged: events lost, or ack state lost.
     pub fn is_problem(&self) -> bool {
-        self.lost() > 0 || matches!(self, Finding::AckStateLost { events, .. } if *events > 0)
+        self.lost() > 0
+            || matches!(self, Finding::AckStateLost { events, .. } if *events > 0)
+            || matches!(
+                self,
+                Finding::CheckpointSlotDamaged {
+                    fell_back: true,
+                    ..
+                }
+            )
     }
 
     /// Losses inside bytes the reader will meet again (it counts those when it skips them).
@@ -155,9 +165,19 @@ impl fmt::Display for Finding {
                 slot,
                 reason,
                 using,
+                fell_back: true,
             } => write!(
                 f,
-                "checkpoint slot {slot} cannot be read ({reason}); using generation {using} from the other slot. Normal after a crash during a checkpoint write; otherwise acks after generation {using} are lost and their events may be delivered again"
+                "checkpoint slot {slot} cannot be read ({reason}) and may be the newest; fell back to generation {using} from the other slot: acks recorded after it may be lost, and their events delivered again (normal after a crash during a checkpoint write, damage otherwise)"
+            ),
+            Finding::CheckpointSlotDamaged {
+                slot,
+                reason,
+                using,
+                fell_back: false,
+            } => write!(
+                f,
+                "checkpoint slot {slot} cannot be read ({reason}); it is older than generation {using} in the other slot, which is in force: nothing lost"
             ),
             Finding::AckStateLost { events, reason } => write!(
                 f,
@@ -373,6 +393,7 @@ impl Surveyor<'_, '_> {
                     slot: *slot,
                     reason: reason.clone(),
                     using,
+                    fell_back: cp.fell_back,
                 });
             }
         }
