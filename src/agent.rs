@@ -406,18 +406,19 @@ impl Agent {
             let loaded = spec.load()?;
             let compiled = graph::compile(&loaded.config, &self.registry_for(&spec))
                 .map_err(|e| e.to_string())?;
+            let lir = sluice_pipeline::lir::describe(&loaded.config, &compiled);
             all_links.insert(spec.id.clone(), links(&loaded.config));
             if refers_to_replay_ids(&loaded.config) {
                 refers.insert(spec.id.clone());
             }
-            built.push((spec, loaded.fingerprint, compiled));
+            built.push((spec, loaded.fingerprint, compiled, lir));
         }
         check_cycles(&all_links)?;
         let stamping = replay_id_pipelines(&refers, &all_links);
-        for (mut spec, fingerprint, compiled) in built {
+        for (mut spec, fingerprint, compiled, lir) in built {
             spec.settings.replay_safe_ids = stamping.contains(&spec.id);
             let (addresses, send_to) = all_links.remove(&spec.id).unwrap_or_default();
-            self.launch(spec, fingerprint, compiled, addresses, send_to)?;
+            self.launch(spec, fingerprint, (compiled, lir), addresses, send_to)?;
         }
         Ok(())
     }
@@ -426,7 +427,7 @@ impl Agent {
         &mut self,
         spec: Spec,
         fingerprint: u64,
-        compiled: graph::Compiled,
+        (compiled, lir): (graph::Compiled, sluice_pipeline::lir::Graph),
         addresses: BTreeSet<String>,
         send_to: BTreeSet<String>,
     ) -> Result<(), String> {
@@ -450,6 +451,7 @@ impl Agent {
             queue: Arc::clone(running.queue()),
             dead_letter_queue: running.dead_letter_queue().cloned(),
             hash: format!("{fingerprint:016x}"),
+            graph: Arc::new(lir),
         });
         self.pipelines.insert(
             spec.id.clone(),
@@ -524,9 +526,17 @@ impl Agent {
 
     fn finish(&mut self, id: String, e: Entry) {
         tracing::info!(pipeline = %id, "pipeline finishing: draining in-flight events");
+        let halted = e.running.halted();
         self.lost += e.running.finish(INPUT_GRACE);
         crate::shutdown::lock(&self.live).remove(&id);
-        self.monitor.pipeline_stopped(&id);
+        self.monitor.pipeline_stopped(
+            &id,
+            if halted {
+                sluice_api::registry::Ended::Terminated
+            } else {
+                sluice_api::registry::Ended::Finished
+            },
+        );
         self.finished_send_to.extend(e.send_to);
         tracing::info!(pipeline = %id, "pipeline stopped");
     }
@@ -550,7 +560,9 @@ impl Agent {
                 tracing::info!(pipeline = %id, "pipeline removed from the configuration; stopping it");
                 e.running.stop_inputs();
                 self.monitor.reload_succeeded(&id);
-                self.finish(id, e);
+                self.finish(id.clone(), e);
+                self.monitor
+                    .pipeline_stopped(&id, sluice_api::registry::Ended::Removed);
                 ok += 1;
             }
         }
@@ -645,14 +657,22 @@ impl Agent {
                 self.lost += old.running.finish(INPUT_GRACE);
                 crate::shutdown::lock(&self.live).remove(&id);
             }
-            match self.launch(spec, loaded.fingerprint, compiled, addresses, send_to) {
+            let lir = sluice_pipeline::lir::describe(&loaded.config, &compiled);
+            match self.launch(
+                spec,
+                loaded.fingerprint,
+                (compiled, lir),
+                addresses,
+                send_to,
+            ) {
                 Ok(()) => {
                     self.monitor.reload_succeeded(&id);
                     ok += 1;
                 }
                 Err(e) => {
                     tracing::error!(pipeline = %id, "reload failed: {e}");
-                    self.monitor.pipeline_stopped(&id);
+                    self.monitor
+                        .pipeline_stopped(&id, sluice_api::registry::Ended::FailedToStart);
                     self.monitor.reload_failed(&id, &e);
                     failed += 1;
                 }

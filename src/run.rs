@@ -92,6 +92,7 @@ pub fn run(args: &Cli) -> Result<(), String> {
             name: settings.node_name.clone(),
             path_data: settings.path_data.clone(),
             pipeline_defaults: pipeline_settings("main", &base_overrides(args, &settings))?,
+            plugins: plugin_gem_names(),
             config_reload_automatic: reload_auto,
             config_reload_interval: reload_every,
         },
@@ -133,6 +134,26 @@ pub fn run(args: &Cli) -> Result<(), String> {
             "{lost} event(s) were lost (memory queue; see the log above)"
         )),
     }
+}
+
+/// Every plugin compiled in, as Logstash names its gem (`logstash-input-beats`).
+fn plugin_gem_names() -> Vec<String> {
+    use sluice_pipeline::PluginKind;
+    let registry = sluice_plugins::registry();
+    [
+        PluginKind::Input,
+        PluginKind::Filter,
+        PluginKind::Output,
+        PluginKind::Codec,
+    ]
+    .into_iter()
+    .flat_map(|k| {
+        registry
+            .names(k)
+            .into_iter()
+            .map(move |n| format!("logstash-{}-{n}", k.as_str()))
+    })
+    .collect()
 }
 
 /// Settings as they are now on disk (for a reload), falling back to the ones we started with.

@@ -756,3 +756,245 @@ fn slow_and_idle_connections_are_closed() {
     sluice.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Logstash's documents for the endpoints Elastic's monitoring reads (recorded from its docs
+/// and specs in `tests/api_support/logstash_shapes.json`).
+fn logstash_shape(name: &str) -> Value {
+    let text = include_str!("api_support/logstash_shapes.json");
+    let all: Value = serde_json::from_str(text).unwrap();
+    all[name].clone()
+}
+
+/// Key paths of Logstash's document `name` that `ours` lacks.
+fn shape_gaps(name: &str, ours: &Value) -> Vec<String> {
+    let (mut want, mut have) = (BTreeSet::new(), BTreeSet::new());
+    key_paths(&logstash_shape(name), "", &mut want);
+    key_paths(ours, "", &mut have);
+    want.into_iter().filter(|p| !have.contains(p)).collect()
+}
+
+/// Issue 38: what Kibana Stack Monitoring, the Elastic Agent integration and Kubernetes
+/// probes read. `/` reports the Logstash API version sluice implements (Metricbeat refused
+/// "Logstash 0.1.0") and sluice's own beside it; `/_health_report` says green for a running
+/// pipeline and red for one that stopped delivering, in Logstash's shape; `wait_for_status`
+/// waits, times out with 408 and refuses bad parameters as Logstash 9.3 does; `/_node/plugins`
+/// lists every plugin; `/_node/hot_threads` names the workers and the plugin they are in;
+/// `?graph=true` and `?vertices=true` give Kibana's pipeline viewer its graph and counts.
+#[test]
+fn elastic_monitoring_endpoints_answer_in_logstashs_shape() {
+    let dir = temp_dir("elastic-monitoring");
+    let pipelines = "\
+- pipeline.id: main
+  config.string: 'input { generator { id => \"gen\" } } filter { if [message] == \"x\" { drop { } } else { mutate { id => \"tag\" add_tag => [\"t\"] } } } output { null { id => \"sink\" } }'
+";
+    let sluice = Sluice::start(&dir, "", pipelines, &[]);
+    sluice.wait_for(30, "events", |s| out_of(s, "main") > 1000);
+
+    let root = sluice.json("/");
+    assert_eq!(root["version"], "9.5.0", "{root:#}");
+    assert_eq!(root["sluice_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(root["status"], "green");
+    assert_eq!(shape_gaps("root", &root), Vec::<String>::new());
+
+    let health = sluice.json("/_health_report");
+    assert_eq!(health["status"], "green", "{health:#}");
+    assert_eq!(
+        health["indicators"]["pipelines"]["indicators"]["main"]["details"]["status"]["state"],
+        "RUNNING"
+    );
+    assert_eq!(
+        shape_gaps("health_report_running", &health),
+        Vec::<String>::new()
+    );
+
+    // Waiting for what holds answers at once; for what does not, 408 after the timeout.
+    let r = sluice.get("/?wait_for_status=yellow&timeout=5s");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = sluice.get("/_health_report?wait_for_status=GREEN&timeout=5s");
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (query, status, message) in [
+        (
+            "wait_for_status=blue&timeout=1s",
+            400,
+            "Invalid status 'blue' provided. The valid statuses are: green, yellow, red.",
+        ),
+        (
+            "wait_for_status=green&timeout=1",
+            400,
+            "Invalid timeout '1' provided.",
+        ),
+        (
+            "wait_for_status=green",
+            400,
+            "A timeout must be provided along with a status.",
+        ),
+    ] {
+        let r = sluice.get(&format!("/?{query}"));
+        assert_eq!(r.status, status, "{query}: {}", r.body);
+        let v: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["error"]["message"], message, "{query}");
+    }
+
+    let plugins = sluice.json("/_node/plugins");
+    assert_eq!(shape_gaps("plugins", &plugins), Vec::<String>::new());
+    let names: Vec<&str> = plugins["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "logstash-input-beats",
+        "logstash-filter-grok",
+        "logstash-output-elasticsearch",
+        "logstash-codec-json",
+    ] {
+        assert!(names.contains(&n), "{n} missing: {names:?}");
+    }
+    assert_eq!(plugins["total"].as_u64(), Some(names.len() as u64));
+
+    let hot = sluice.json("/_node/hot_threads?threads=50&interval=300ms&ignore_idle_threads=false");
+    assert_eq!(
+        shape_gaps("hot_threads", &hot),
+        Vec::<String>::new(),
+        "{hot:#}"
+    );
+    let threads = hot["hot_threads"]["threads"].as_array().unwrap();
+    let worker = threads
+        .iter()
+        .find(|t| t["name"] == "[main]>worker0")
+        .unwrap_or_else(|| panic!("no worker thread: {hot:#}"));
+    assert!(worker["plugin"].is_string(), "{worker:#}");
+    // The generator keeps a worker busy: the busiest thread used CPU in the interval.
+    assert!(
+        threads[0]["percent_of_cpu_time"].as_f64().unwrap() > 0.0,
+        "{hot:#}"
+    );
+    let text = sluice.get("/_node/hot_threads?human=true&interval=100ms");
+    assert_eq!(text.status, 200);
+    assert!(
+        text.body.starts_with(":::") && text.body.contains("Hot threads at"),
+        "{}",
+        text.body
+    );
+    assert!(
+        text.body.contains("% of cpu usage, state: "),
+        "{}",
+        text.body
+    );
+
+    let info = sluice.json("/_node/pipelines/main?graph=true");
+    assert_eq!(shape_gaps("pipelines_graph", &info), Vec::<String>::new());
+    let graph = &info["pipelines"]["main"]["graph"]["graph"];
+    let vertices = graph["vertices"].as_array().unwrap();
+    let ids: BTreeSet<&str> = vertices.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    for id in ["gen", "tag", "sink", "__QUEUE__"] {
+        assert!(ids.contains(id), "{id}: {vertices:#?}");
+    }
+    assert_eq!(vertices.iter().filter(|v| v["type"] == "if").count(), 1);
+    let edges = graph["edges"].as_array().unwrap();
+    for e in edges {
+        assert!(
+            ids.contains(e["from"].as_str().unwrap()) && ids.contains(e["to"].as_str().unwrap()),
+            "{e}"
+        );
+    }
+    assert!(edges
+        .iter()
+        .any(|e| e["from"] == "gen" && e["to"] == "__QUEUE__"));
+    assert!(
+        edges.iter().any(|e| e["to"] == "tag" && e["when"] == false),
+        "{edges:#?}"
+    );
+    assert!(edges
+        .iter()
+        .any(|e| e["from"] == "tag" && e["to"] == "sink"));
+    // Without ?graph there is no graph, as in Logstash.
+    assert!(sluice.json("/_node/pipelines/main")["pipelines"]["main"]
+        .get("graph")
+        .is_none());
+
+    let stats = sluice.json("/_node/stats/pipelines/main?vertices=true");
+    assert_eq!(shape_gaps("stats_vertices", &stats), Vec::<String>::new());
+    let vertices = stats["pipelines"]["main"]["vertices"].as_array().unwrap();
+    let sink = vertices.iter().find(|v| v["id"] == "sink").unwrap();
+    assert!(sink["events_in"].as_u64().unwrap() > 0, "{sink}");
+    let gen = vertices.iter().find(|v| v["id"] == "gen").unwrap();
+    assert!(gen["events_out"].as_u64().unwrap() > 0, "{gen}");
+    // Every vertex of the stats is a vertex of the graph (Kibana joins them by id).
+    assert!(vertices
+        .iter()
+        .all(|v| ids.contains(v["id"].as_str().unwrap())));
+    sluice.stop();
+}
+
+/// A pipeline that stopped delivering (its standard output closed) is red, in Logstash's
+/// shape for a terminated pipeline, while another keeps running; `wait_for_status=green` then
+/// times out with 408.
+#[test]
+fn a_terminated_pipeline_makes_the_health_report_red() {
+    let dir = temp_dir("health-red");
+    let pipelines = "\
+- pipeline.id: p
+  config.string: 'input { generator { } } output { stdout { } }'
+- pipeline.id: ok
+  config.string: 'input { generator { } } output { null { } }'
+";
+    let mut sluice = Sluice::start_with(&dir, "", pipelines, &[], std::process::Stdio::piped());
+    // Standard output closed: the stdout output ends its pipeline.
+    drop(sluice.child.stdout.take());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        let h = sluice.json("/_health_report");
+        if h["status"] == "red" || Instant::now() > deadline {
+            break h;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let gaps = shape_gaps("health_report_terminated", &health);
+    assert!(
+        gaps.iter()
+            .all(|g| g.contains("indicators.pipelines.indicators.")),
+        "{gaps:?}"
+    );
+    let p = &health["indicators"]["pipelines"]["indicators"]["p"];
+    assert_eq!(p["status"], "red", "{health:#}\n{}", sluice.log());
+    assert_eq!(p["details"]["status"]["state"], "TERMINATED");
+    assert_eq!(
+        p["diagnosis"][0]["id"],
+        "logstash:health:pipeline:status:diagnosis:terminated"
+    );
+    let ours = &health["indicators"]["pipelines"]["indicators"];
+    let theirs =
+        &logstash_shape("health_report_terminated")["indicators"]["pipelines"]["indicators"]["p"];
+    let (mut want, mut have) = (BTreeSet::new(), BTreeSet::new());
+    key_paths(theirs, "", &mut want);
+    key_paths(&ours["p"], "", &mut have);
+    assert!(
+        want.is_subset(&have),
+        "{:?}",
+        want.difference(&have).collect::<Vec<_>>()
+    );
+    assert_eq!(ours["ok"]["status"], "green");
+    assert_eq!(
+        health["indicators"]["pipelines"]["symptom"],
+        "1 indicator is unhealthy (`p`) and 1 indicator is healthy (`ok`)"
+    );
+    assert_eq!(sluice.json("/")["status"], "red");
+    let started = Instant::now();
+    let r = sluice.get("/?wait_for_status=green&timeout=1s");
+    assert_eq!(r.status, 408, "{}", r.body);
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    assert!(
+        r.body.contains("Timed out waiting for status 'green'."),
+        "{}",
+        r.body
+    );
+    assert_eq!(sluice.get("/?wait_for_status=red&timeout=1s").status, 200);
+    // The memory queue lost what p held when its output closed: the stop says so (status 1).
+    let _ = Command::new("kill")
+        .args(["-TERM", &sluice.child.id().to_string()])
+        .status();
+    let status = sluice.child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{}", sluice.log());
+}

@@ -52,6 +52,17 @@ impl Sluice {
     /// Starts `sluice --path.settings <dir>/settings` with `sluice_yml` (path.data is added)
     /// and `pipelines_yml` (when not empty) and waits (bounded) for the API to listen.
     pub fn start(dir: &Path, sluice_yml: &str, pipelines_yml: &str, args: &[&str]) -> Sluice {
+        Sluice::start_with(dir, sluice_yml, pipelines_yml, args, Stdio::null())
+    }
+
+    /// [`Sluice::start`] with its standard output going to `stdout`.
+    pub fn start_with(
+        dir: &Path,
+        sluice_yml: &str,
+        pipelines_yml: &str,
+        args: &[&str],
+        stdout: Stdio,
+    ) -> Sluice {
         let settings = dir.join("settings");
         std::fs::write(
             settings.join("sluice.yml"),
@@ -66,7 +77,7 @@ impl Sluice {
             .arg(&settings)
             .args(args)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();

@@ -17,11 +17,14 @@
 mod base64;
 mod batch;
 pub mod flow;
+pub mod graph;
+pub mod health;
 pub mod node;
 pub mod prometheus;
 pub mod registry;
 pub mod server;
 pub mod stats;
+pub mod threads;
 
 pub use registry::{PipelineView, Registry};
 pub use server::{start, ApiServer};

@@ -30,6 +30,21 @@ pub struct PipelineView {
     pub dead_letter_queue: Option<Arc<sluice_pipeline::DeadLetterQueue>>,
     /// Identifies the pipeline's config and settings (changes when a reload changes them).
     pub hash: String,
+    /// Its plugins, conditionals and queue as Logstash's API draws them (`?graph=true`).
+    pub graph: Arc<sluice_pipeline::lir::Graph>,
+}
+
+/// How a pipeline left the running ones: what the health report says of it afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Its inputs finished and its events were processed (Logstash's `FINISHED`).
+    Finished,
+    /// It stopped delivering (an output gone, a stop given up on): `TERMINATED`.
+    Terminated,
+    /// A reload could not start it again: `UNKNOWN`, as a pipeline that failed to start.
+    FailedToStart,
+    /// Removed from the configuration: no longer reported.
+    Removed,
 }
 
 /// One pipeline's counters at one moment.
@@ -90,6 +105,10 @@ impl Tracked {
 struct Inner {
     pipelines: RwLock<BTreeMap<String, Arc<Tracked>>>,
     reloads: Mutex<BTreeMap<String, ReloadStats>>,
+    /// Pipelines no longer running, and how they ended.
+    ended: Mutex<BTreeMap<String, Ended>>,
+    /// When each pipeline was last restarted after a crash (`pipeline.recoverable`).
+    recoveries: Mutex<BTreeMap<String, Vec<SystemTime>>>,
 }
 
 /// The pipelines of this process, for the API. Cloning gives another handle to the same one.
@@ -133,6 +152,7 @@ impl Registry {
             view,
         });
         let id = tracked.view.id.clone();
+        lock(&self.inner.ended).remove(&id);
         self.inner
             .pipelines
             .write()
@@ -140,13 +160,57 @@ impl Registry {
             .insert(id, tracked);
     }
 
-    /// A pipeline finished (or is being restarted).
-    pub fn pipeline_stopped(&self, id: &str) {
+    /// A pipeline is no longer running (see [`Ended`]).
+    pub fn pipeline_stopped(&self, id: &str, how: Ended) {
         self.inner
             .pipelines
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(id);
+        let mut ended = lock(&self.inner.ended);
+        match how {
+            Ended::Removed => {
+                ended.remove(id);
+                lock(&self.inner.recoveries).remove(id);
+            }
+            how => {
+                ended.insert(id.to_owned(), how);
+            }
+        }
+    }
+
+    /// Pipelines that are not running any more, with how they ended.
+    pub fn ended(&self) -> Vec<(String, Ended)> {
+        lock(&self.inner.ended)
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
+    /// A pipeline was restarted after a crash (`pipeline.recoverable`).
+    pub fn pipeline_recovered(&self, id: &str) {
+        let mut r = lock(&self.inner.recoveries);
+        let log = r.entry(id.to_owned()).or_default();
+        let now = SystemTime::now();
+        // Logstash keeps five minutes of them.
+        log.retain(|t| now.duration_since(*t).unwrap_or_default() < Duration::from_secs(300));
+        log.push(now);
+    }
+
+    /// The restarts after a crash in the last five minutes.
+    pub fn recoveries(&self, id: &str) -> Vec<SystemTime> {
+        let now = SystemTime::now();
+        lock(&self.inner.recoveries)
+            .get(id)
+            .map(|log| {
+                log.iter()
+                    .copied()
+                    .filter(|t| {
+                        now.duration_since(*t).unwrap_or_default() < Duration::from_secs(300)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     pub fn reload_succeeded(&self, id: &str) {
@@ -225,6 +289,7 @@ mod tests {
             queue: Arc::new(MemoryEventQueue::new(10)),
             dead_letter_queue: None,
             hash: "h".to_owned(),
+            graph: Arc::default(),
         }
     }
 
@@ -234,8 +299,13 @@ mod tests {
         r.pipeline_started(view("a"));
         r.pipeline_started(view("b"));
         assert_eq!(r.ids(), ["a", "b"]);
-        r.pipeline_stopped("a");
+        r.pipeline_stopped("a", Ended::Finished);
         assert_eq!(r.ids(), ["b"]);
+        assert_eq!(r.ended(), [("a".to_owned(), Ended::Finished)]);
+        r.pipeline_started(view("a"));
+        assert!(r.ended().is_empty());
+        r.pipeline_stopped("a", Ended::Removed);
+        assert!(r.ended().is_empty());
         r.reload_succeeded("b");
         r.reload_failed("b", "bad config");
         r.reload_failed("c", "worse");

@@ -315,8 +315,11 @@ pub fn start(
                     let tls = tls.clone();
                     tokio::spawn(async move {
                         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                            let response = handle(&ctx, auth.as_deref(), &req);
-                            async move { Ok::<_, Infallible>(response) }
+                            let ctx = Arc::clone(&ctx);
+                            let auth = auth.clone();
+                            async move {
+                                Ok::<_, Infallible>(handle(&ctx, auth.as_deref(), &req).await)
+                            }
                         });
                         let mut http = hyper::server::conn::http1::Builder::new();
                         http.timer(hyper_util::rt::TokioTimer::new())
@@ -439,12 +442,70 @@ fn authorized(req: &Request<Incoming>, auth: Option<&(String, String)>) -> bool 
     crate::base64::constant_time_eq(&given, expected.as_bytes())
 }
 
-pub(crate) fn handle(
+/// The query string's parameters, decoded (`?pretty` gives `("pretty", "")`).
+fn query_params(query: Option<&str>) -> Vec<(String, String)> {
+    query
+        .unwrap_or("")
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (
+                percent_decode(&k.replace('+', " ")),
+                percent_decode(&v.replace('+', " ")),
+            )
+        })
+        .collect()
+}
+
+/// A parameter's value, if given.
+fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A boolean parameter as Logstash reads one: given bare, or `true`/`t`/`yes`/`y`/`1`.
+fn flag(params: &[(String, String)], name: &str) -> bool {
+    param(params, name).is_some_and(|v| {
+        v.is_empty()
+            || matches!(
+                v.to_ascii_lowercase().as_str(),
+                "true" | "t" | "yes" | "y" | "1"
+            )
+    })
+}
+
+/// A time value as Logstash's `TimeValue` reads it: an integer with a unit (`nanos`,
+/// `micros`, `ms`, `s`, `m`, `h`, `d`); `None` otherwise. A negative value is no time at all.
+pub(crate) fn time_value(text: &str) -> Option<Duration> {
+    let t = text.trim().to_ascii_lowercase();
+    let units: [(&str, u64); 7] = [
+        ("nanos", 1),
+        ("micros", 1_000),
+        ("ms", 1_000_000),
+        ("s", 1_000_000_000),
+        ("m", 60_000_000_000),
+        ("h", 3_600_000_000_000),
+        ("d", 86_400_000_000_000),
+    ];
+    let (number, nanos) = units
+        .iter()
+        .find_map(|(u, n)| t.strip_suffix(u).map(|rest| (rest.trim(), *n)))?;
+    let n: i64 = number.strip_prefix('+').unwrap_or(number).parse().ok()?;
+    Some(Duration::from_nanos(
+        (n.max(0) as u64).saturating_mul(nanos),
+    ))
+}
+
+pub(crate) async fn handle(
     ctx: &Context,
     auth: Option<&(String, String)>,
     req: &Request<Incoming>,
 ) -> Resp {
     let path = req.uri().path();
+    let params = query_params(req.uri().query());
     let pretty = wants_pretty(req.uri().query());
     if !authorized(req, auth) {
         let mut r = error(StatusCode::UNAUTHORIZED, path, "Unauthorized", pretty);
@@ -465,10 +526,138 @@ pub(crate) fn handle(
             .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    route(ctx, path, pretty)
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() || trimmed == "/_health_report" {
+        if let Some(r) = wait_for_status(ctx, path, &params, pretty).await {
+            return r;
+        }
+    }
+    if trimmed == "/_node/hot_threads" {
+        return hot_threads(ctx, path, &params, pretty).await;
+    }
+    route(ctx, path, &params, pretty)
 }
 
-pub(crate) fn route(ctx: &Context, path: &str, pretty: bool) -> Resp {
+/// `?wait_for_status=green|yellow|red&timeout=30s` (Logstash 9.3, on `/`; here on
+/// `/_health_report` too): waits until the node's status is that or better, checking at once
+/// and then with a doubling back-off from 0.2 s. `None` when the request does not wait (or
+/// waited and may be answered); an error response for bad parameters (400) or a timeout (408).
+async fn wait_for_status(
+    ctx: &Context,
+    path: &str,
+    params: &[(String, String)],
+    pretty: bool,
+) -> Option<Resp> {
+    let status = param(params, "wait_for_status");
+    let timeout = param(params, "timeout");
+    let target = match status {
+        Some(s) => match crate::health::Status::parse_target(s) {
+            Some(t) => Some(t),
+            None => {
+                return Some(error(
+                    StatusCode::BAD_REQUEST,
+                    path,
+                    &format!(
+                    "Invalid status '{s}' provided. The valid statuses are: green, yellow, red."
+                ),
+                    pretty,
+                ))
+            }
+        },
+        None => None,
+    };
+    let timeout = match timeout {
+        Some(t) => match time_value(t) {
+            Some(d) => Some(d),
+            None => {
+                return Some(error(
+                    StatusCode::BAD_REQUEST,
+                    path,
+                    &format!("Invalid timeout '{t}' provided."),
+                    pretty,
+                ))
+            }
+        },
+        None => None,
+    };
+    let target = target?;
+    let Some(timeout) = timeout else {
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            path,
+            "A timeout must be provided along with a status.",
+            pretty,
+        ));
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut wait = Duration::from_millis(200);
+    loop {
+        if ctx.health_status().reaches(target) {
+            return None;
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Some(error(
+                StatusCode::REQUEST_TIMEOUT,
+                path,
+                &format!("Timed out waiting for status '{}'.", target.as_str()),
+                pretty,
+            ));
+        }
+        tokio::time::sleep(wait.min(left)).await;
+        wait *= 2;
+    }
+}
+
+/// `GET /_node/hot_threads[?threads=N&interval=500ms&human&ignore_idle_threads=false]`.
+async fn hot_threads(ctx: &Context, path: &str, params: &[(String, String)], pretty: bool) -> Resp {
+    let threads = match param(params, "threads") {
+        None => 10,
+        Some(n) => match n.parse::<usize>() {
+            Ok(n) => n,
+            Err(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    path,
+                    &format!("invalid value for threads: {n:?}"),
+                    pretty,
+                )
+            }
+        },
+    };
+    let interval = match param(params, "interval") {
+        None => Duration::from_millis(500),
+        Some(t) => match time_value(t) {
+            Some(d) if d <= Duration::from_secs(60) => d,
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    path,
+                    &format!("Invalid interval '{t}' provided (at most 60s)."),
+                    pretty,
+                )
+            }
+        },
+    };
+    let ignore_idle = match param(params, "ignore_idle_threads") {
+        None => true,
+        Some(_) => flag(params, "ignore_idle_threads"),
+    };
+    let opts = crate::threads::HotThreadsOptions {
+        threads,
+        interval,
+        ignore_idle,
+    };
+    let (before, after) = crate::threads::sample_over(interval).await;
+    match ctx.hot_threads(&before, &after, &opts, flag(params, "human")) {
+        crate::threads::HotThreads::Text(s) => {
+            respond(StatusCode::OK, "text/plain; charset=utf-8", s)
+        }
+        crate::threads::HotThreads::Json(v) => json_response(StatusCode::OK, &v, pretty),
+    }
+}
+
+pub(crate) fn route(ctx: &Context, path: &str, params: &[(String, String)], pretty: bool) -> Resp {
     let trimmed = path.trim_end_matches('/');
     let segments: Vec<String> = trimmed
         .split('/')
@@ -476,23 +665,27 @@ pub(crate) fn route(ctx: &Context, path: &str, pretty: bool) -> Resp {
         .map(percent_decode)
         .collect();
     let seg: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let graph = flag(params, "graph");
+    let vertices = flag(params, "vertices");
     let found = match seg.as_slice() {
         [] => Some(ctx.root()),
-        ["_node"] => ctx.node_info(&[]),
-        ["_node", "pipelines", id] => ctx.pipelines_info(Some(id)).map(|p| {
+        ["_health_report"] => Some(ctx.health_report()),
+        ["_node"] => ctx.node_info(&[], graph),
+        ["_node", "plugins"] => Some(ctx.plugins()),
+        ["_node", "pipelines", id] => ctx.pipelines_info(Some(id), graph).map(|p| {
             let mut m = ctx.base();
             m.insert("pipelines".into(), p);
             Value::Object(m)
         }),
-        ["_node", "stats"] => ctx.node_stats(&[], None),
-        ["_node", "stats", "pipelines", id] => ctx.node_stats(&["pipelines"], Some(id)),
-        ["_node", "stats", section] => ctx.node_stats(&[section], None),
+        ["_node", "stats"] => ctx.node_stats(&[], None, vertices),
+        ["_node", "stats", "pipelines", id] => ctx.node_stats(&["pipelines"], Some(id), vertices),
+        ["_node", "stats", section] => ctx.node_stats(&[section], None, vertices),
         ["_node", parts] => {
             let parts: Vec<&str> = parts.split(',').collect();
-            ctx.node_info(&parts)
+            ctx.node_info(&parts, graph)
         }
         ["metrics"] => {
-            let stats = ctx.node_stats(&[], None).unwrap_or_default();
+            let stats = ctx.node_stats(&[], None, false).unwrap_or_default();
             return respond(
                 StatusCode::OK,
                 "text/plain; version=0.0.4; charset=utf-8",

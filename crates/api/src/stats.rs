@@ -32,6 +32,9 @@ pub struct NodeConfig {
     pub path_data: Option<std::path::PathBuf>,
     /// The pipeline settings pipelines get unless they override them.
     pub pipeline_defaults: PipelineSettings,
+    /// Every plugin this sluice has, as Logstash names their gems (`logstash-input-beats`),
+    /// for `GET /_node/plugins`.
+    pub plugins: Vec<String>,
     pub config_reload_automatic: bool,
     pub config_reload_interval: Duration,
 }
@@ -42,6 +45,7 @@ impl Default for NodeConfig {
             name: None,
             path_data: None,
             pipeline_defaults: PipelineSettings::default(),
+            plugins: Vec::new(),
             config_reload_automatic: false,
             config_reload_interval: Duration::from_secs(3),
         }
@@ -81,24 +85,55 @@ fn settings_json(s: &PipelineSettings) -> Value {
     })
 }
 
+/// The Logstash version whose API sluice answers in: what Logstash's clients read in
+/// `version` (Metricbeat checks it, Kibana shows it). Sluice's own version is in
+/// `sluice_version`.
+pub const LOGSTASH_API_VERSION: &str = "9.5.0";
+
 impl Context {
-    /// The fields every `/_node*` document starts with.
-    pub fn base(&self) -> Map<String, Value> {
+    /// The node's identity, as every document (and the health report) starts with it.
+    pub fn identity(&self) -> Map<String, Value> {
         let n = &self.node;
         let mut m = Map::new();
         m.insert("host".into(), n.host.clone().into());
-        m.insert("version".into(), n.version.clone().into());
+        m.insert("version".into(), LOGSTASH_API_VERSION.into());
         m.insert("http_address".into(), self.http_address.clone().into());
         m.insert("id".into(), n.id.clone().into());
         m.insert("name".into(), n.name.clone().into());
         m.insert("ephemeral_id".into(), n.ephemeral_id.clone().into());
-        m.insert("status".into(), "green".into());
         m.insert("snapshot".into(), false.into());
+        m.insert("sluice_version".into(), n.version.clone().into());
+        m
+    }
+
+    /// The fields every `/_node*` document starts with: the identity, the health status and
+    /// the default pipeline settings.
+    pub fn base(&self) -> Map<String, Value> {
+        let mut m = self.identity();
+        m.insert("status".into(), self.health_status().as_str().into());
         m.insert(
             "pipeline".into(),
             settings_json(&self.config.pipeline_defaults),
         );
         m
+    }
+
+    /// `GET /_node/plugins`.
+    pub fn plugins(&self) -> Value {
+        let mut m = self.base();
+        let version = &self.node.version;
+        let mut names = self.config.plugins.clone();
+        names.sort();
+        names.dedup();
+        m.insert("total".into(), names.len().into());
+        m.insert(
+            "plugins".into(),
+            names
+                .iter()
+                .map(|n| json!({"name": n, "version": version}))
+                .collect(),
+        );
+        Value::Object(m)
     }
 
     /// `GET /`.
@@ -108,9 +143,9 @@ impl Context {
         Value::Object(m)
     }
 
-    fn pipeline_info(&self, t: &Tracked) -> Value {
+    fn pipeline_info(&self, t: &Tracked, graph: bool) -> Value {
         let s = &t.view.settings;
-        json!({
+        let mut info = json!({
             "ephemeral_id": t.ephemeral_id,
             "hash": t.view.hash,
             "workers": s.workers,
@@ -119,14 +154,22 @@ impl Context {
             "config_reload_automatic": self.config.config_reload_automatic,
             "config_reload_interval": self.config.config_reload_interval.as_secs_f64(),
             "dead_letter_queue_enabled": t.view.dead_letter_queue.is_some(),
-        })
+        });
+        if let (true, Some(m)) = (graph, info.as_object_mut()) {
+            m.insert(
+                "graph".into(),
+                crate::graph::graph_json(&t.view.graph, &t.view.hash),
+            );
+        }
+        info
     }
 
-    /// `pipelines` of `/_node/pipelines` (all, or one id).
-    pub fn pipelines_info(&self, id: Option<&str>) -> Option<Value> {
+    /// `pipelines` of `/_node/pipelines` (all, or one id), with each one's graph when asked
+    /// (`?graph=true`).
+    pub fn pipelines_info(&self, id: Option<&str>, graph: bool) -> Option<Value> {
         let mut m = Map::new();
         for t in self.selected(id)? {
-            m.insert(t.view.id.clone(), self.pipeline_info(&t));
+            m.insert(t.view.id.clone(), self.pipeline_info(&t, graph));
         }
         Some(Value::Object(m))
     }
@@ -177,8 +220,8 @@ impl Context {
         })
     }
 
-    /// `GET /_node` and `GET /_node/<parts>`.
-    pub fn node_info(&self, parts: &[&str]) -> Option<Value> {
+    /// `GET /_node` and `GET /_node/<parts>` (`graph`: `?graph=true`).
+    pub fn node_info(&self, parts: &[&str], graph: bool) -> Option<Value> {
         let mut m = self.base();
         let all = parts.is_empty();
         for part in parts {
@@ -187,7 +230,7 @@ impl Context {
             }
         }
         if all || parts.contains(&"pipelines") {
-            m.insert("pipelines".into(), self.pipelines_info(None)?);
+            m.insert("pipelines".into(), self.pipelines_info(None, graph)?);
         }
         if all || parts.contains(&"os") {
             m.insert("os".into(), self.os_info());
@@ -227,8 +270,14 @@ impl Context {
 
     /// `GET /_node/stats` (all sections) or the sections named in `parts`
     /// (`/_node/stats/pipelines`, `/_node/stats/process`, ...); `pipeline` narrows
-    /// `pipelines` to one id. `None` for an unknown section or pipeline.
-    pub fn node_stats(&self, parts: &[&str], pipeline: Option<&str>) -> Option<Value> {
+    /// `pipelines` to one id; `vertices` (`?vertices=true`) adds each pipeline's plugins as
+    /// graph vertices. `None` for an unknown section or pipeline.
+    pub fn node_stats(
+        &self,
+        parts: &[&str],
+        pipeline: Option<&str>,
+        vertices: bool,
+    ) -> Option<Value> {
         const SECTIONS: [&str; 7] = [
             "events",
             "flow",
@@ -247,10 +296,14 @@ impl Context {
         let reports: Vec<(String, Value)> = pipelines
             .iter()
             .map(|t| {
-                (
-                    t.view.id.clone(),
-                    pipeline_stats(t, &self.registry.reloads(&t.view.id)),
-                )
+                let mut stats = pipeline_stats(t, &self.registry.reloads(&t.view.id));
+                if vertices {
+                    let v = crate::graph::stats_vertices(&stats, &t.ephemeral_id);
+                    if let Some(m) = stats.as_object_mut() {
+                        m.insert("vertices".into(), v);
+                    }
+                }
+                (t.view.id.clone(), stats)
             })
             .collect();
         if want("process") {

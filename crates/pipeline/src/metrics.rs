@@ -74,9 +74,25 @@ pub struct Activity {
     since_ms: AtomicU64,
     /// Events in the batch.
     events: AtomicU64,
+    /// The worker thread's id in the OS (0 until it started), for the hot threads report.
+    thread: AtomicU64,
 }
 
 impl Activity {
+    /// Records the calling thread as the worker's (Linux: `/proc/thread-self`).
+    pub fn set_thread(&self) {
+        let tid = std::fs::read_link("/proc/thread-self")
+            .ok()
+            .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+            .unwrap_or(0);
+        self.thread.store(tid, Ordering::Relaxed);
+    }
+
+    /// The worker thread's id in the OS (0 if unknown).
+    pub fn thread(&self) -> u64 {
+        self.thread.load(Ordering::Relaxed)
+    }
+
     pub fn set(&self, doing: Doing, since: Duration, events: u64) {
         let code = match doing {
             Doing::Idle => 0,

@@ -236,6 +236,7 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
     let s = &shared.settings;
     let counters = &shared.metrics.workers[worker];
     let activity = &counters.activity;
+    activity.set_thread();
     // Without filters an event's memory is all its input's: hand it back to be freed there.
     // Filters (grok, geoip...) allocate most of an event in this thread: free it here.
     let recycle = chain.is_empty();
