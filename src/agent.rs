@@ -20,7 +20,7 @@ use sluice_config::settings::{DlqSettings, QueueSettings, QueueType};
 use sluice_config::{Config, ParseOptions, SectionKind, Statement, Value as Ast};
 use sluice_pipeline::queue::{EventQueue, MemoryEventQueue, PersistedEventQueue};
 use sluice_pipeline::{
-    graph, runtime, DeadLetterQueue, PipelineSettings, Registry, RunningPipeline,
+    graph, runtime, DeadLetterQueue, PipelineSettings, Recoverable, Registry, RunningPipeline,
 };
 use sluice_queue::dlq::{DlqConfig, StoragePolicy};
 use sluice_queue::QueueConfig;
@@ -211,6 +211,9 @@ pub fn replay_id_pipelines(
 struct Entry {
     fingerprint: u64,
     running: RunningPipeline,
+    /// What it was built from, to start it again after a crash (`pipeline.recoverable`).
+    spec: Spec,
+    started: std::time::Instant,
     /// Its queue stamps replay-safe ids.
     replay_ids: bool,
     addresses: BTreeSet<String>,
@@ -295,6 +298,14 @@ fn open_dlq(
     if !d.enable {
         return Ok(None);
     }
+    if d.flush_check_interval > d.flush_interval {
+        return Err(format!(
+            "pipeline {}: dead_letter_queue.flush_check_interval ({} ms) cannot be greater than dead_letter_queue.flush_interval ({} ms)",
+            spec.id,
+            d.flush_check_interval.as_millis(),
+            d.flush_interval.as_millis()
+        ));
+    }
     let root = (d.path.clone()).unwrap_or_else(|| path_data.join("dead_letter_queue"));
     let dir = root.join(&spec.id);
     let config = DlqConfig {
@@ -305,6 +316,7 @@ fn open_dlq(
             StoragePolicy::DropNewer
         },
         flush_interval: d.flush_interval,
+        check_interval: d.flush_check_interval,
         retain_age: d.retain_age,
         ..DlqConfig::default()
     };
@@ -458,6 +470,8 @@ impl Agent {
             Entry {
                 fingerprint,
                 running,
+                spec: spec.clone(),
+                started: std::time::Instant::now(),
                 replay_ids: spec.settings.replay_safe_ids,
                 addresses,
                 send_to,
@@ -498,10 +512,13 @@ impl Agent {
     /// pipeline that sent to it has finished (a pipeline that only listens waits for its
     /// senders). Returns true when no pipeline is left.
     pub fn step(&mut self) -> bool {
+        self.recover_crashed();
         loop {
             let ready: Vec<String> = self
                 .pipelines
                 .iter()
+                // A crashed pipeline that will be started again is not done.
+                .filter(|(_, e)| self.shutting_down || self.recovery_of(e).is_none())
                 .filter(|(id, e)| {
                     let listens_done = e.addresses.is_empty()
                         || self.shutting_down
@@ -519,6 +536,64 @@ impl Agent {
             for id in ready {
                 if let Some(e) = self.pipelines.remove(&id) {
                     self.finish(id, e);
+                }
+            }
+        }
+    }
+
+    /// Why a pipeline crashed, if it did and `pipeline.recoverable` has it started again
+    /// (`auto`: with a persisted queue only).
+    fn recovery_of(&self, e: &Entry) -> Option<String> {
+        let recover = match e.spec.settings.recoverable {
+            Recoverable::Yes => true,
+            Recoverable::Auto => e.spec.queue.queue_type == QueueType::Persisted,
+            Recoverable::No => false,
+        };
+        recover.then(|| e.running.crashed()).flatten()
+    }
+
+    /// Starts crashed pipelines again (`pipeline.recoverable`), each once it has run for
+    /// 2^n seconds (n: its restarts in the last 5 minutes; at most 30 s), so that a pipeline
+    /// that crashes at once does not spin.
+    fn recover_crashed(&mut self) {
+        if self.shutting_down {
+            return;
+        }
+        let due: Vec<(String, String)> = (self.pipelines.iter())
+            .filter_map(|(id, e)| {
+                let why = self.recovery_of(e)?;
+                let restarts = self.monitor.recoveries(id).len().min(5) as u32;
+                let wait = Duration::from_secs(1 << restarts).min(Duration::from_secs(30));
+                (e.started.elapsed() >= wait).then(|| (id.clone(), why))
+            })
+            .collect();
+        for (id, why) in due {
+            let Some(e) = self.pipelines.remove(&id) else {
+                continue;
+            };
+            tracing::error!(pipeline = %id, "pipeline crashed ({why}); starting it again (pipeline.recoverable)");
+            e.running.stop_inputs();
+            self.lost += e.running.finish(INPUT_GRACE);
+            crate::shutdown::lock(&self.live).remove(&id);
+            let spec = e.spec;
+            let started = spec.load().and_then(|loaded| {
+                let compiled = graph::compile(&loaded.config, &self.registry_for(&spec))
+                    .map_err(|err| err.to_string())?;
+                let lir = sluice_pipeline::lir::describe(&loaded.config, &compiled);
+                self.launch(
+                    spec.clone(),
+                    loaded.fingerprint,
+                    (compiled, lir),
+                    e.addresses,
+                    e.send_to,
+                )
+            });
+            match started {
+                Ok(()) => self.monitor.pipeline_recovered(&id),
+                Err(err) => {
+                    tracing::error!(pipeline = %id, "starting the crashed pipeline again failed: {err}");
+                    self.monitor
+                        .pipeline_stopped(&id, sluice_api::registry::Ended::FailedToStart);
                 }
             }
         }

@@ -35,6 +35,26 @@ pub fn config_parse(args: &ParseArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Files of Logstash's settings directory (`/etc/logstash`) that have no meaning for sluice:
+/// said once each, so that `--path.settings /etc/logstash` runs an unchanged Logstash layout.
+fn note_logstash_only_files(dir: &std::path::Path) {
+    for (file, why) in [
+        ("jvm.options", "there is no JVM"),
+        (
+            "log4j2.properties",
+            "sluice logs through log.level, log.format and path.logs",
+        ),
+        (
+            "startup.options",
+            "sluice's package installs its own service unit",
+        ),
+    ] {
+        if dir.join(file).is_file() {
+            tracing::info!("{}: ignored ({why})", dir.join(file).display());
+        }
+    }
+}
+
 /// Whether the effective user is root.
 fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -56,6 +76,9 @@ pub fn run(args: &Cli) -> Result<(), String> {
     })?;
     if settings.allow_superuser == Some(false) && running_as_root() {
         return Err("sluice cannot be run as superuser: allow_superuser is false".into());
+    }
+    if let Some(dir) = &args.path_settings {
+        note_logstash_only_files(dir);
     }
     for w in &settings.warnings {
         tracing::warn!("{w}");
@@ -282,6 +305,14 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
         ps.batch_delay = d;
     }
     ps.unsafe_shutdown = o.unsafe_shutdown.unwrap_or(false);
+    ps.recoverable = match o.recoverable.as_deref() {
+        Some("true") => sluice_pipeline::Recoverable::Yes,
+        Some("auto") => sluice_pipeline::Recoverable::Auto,
+        _ => sluice_pipeline::Recoverable::No,
+    };
+    if let Some(f) = o.output_chunking_growth_threshold_factor {
+        ps.output_chunking_factor = f;
+    }
     if let Some(mode) = &o.batch_metrics {
         // Validated when the settings were read.
         ps.batch_metrics = SamplingMode::parse(mode).unwrap_or_default();

@@ -51,7 +51,8 @@ pub fn load_path(path: &str) -> Result<Vec<(String, String)>, LoadError> {
             source,
         })?;
         match String::from_utf8(bytes) {
-            Ok(text) => sources.push((name, text)),
+            // A byte order mark (Windows editors write one) is not part of the config.
+            Ok(text) => sources.push((name, strip_bom(text))),
             Err(_) => not_utf8.push(name),
         }
     }
@@ -62,6 +63,14 @@ pub fn load_path(path: &str) -> Result<Vec<(String, String)>, LoadError> {
         return Err(LoadError::NoFiles(path.to_string()));
     }
     Ok(sources)
+}
+
+/// The text without a leading UTF-8 byte order mark.
+pub fn strip_bom(text: String) -> String {
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    }
 }
 
 fn strip_file_uri(path: &str) -> &str {

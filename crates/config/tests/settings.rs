@@ -201,6 +201,8 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
             ecs_compatibility: Some("disabled".into()),
             unsafe_shutdown: Some(true),
             batch_metrics: Some("full".into()),
+            recoverable: None,
+            output_chunking_growth_threshold_factor: None,
         }
     );
     assert_eq!(

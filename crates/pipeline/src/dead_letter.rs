@@ -119,7 +119,13 @@ impl DeadLetterQueue {
     pub fn open(pipeline: &str, dir: &Path, config: DlqConfig) -> io::Result<Arc<Self>> {
         let lock = lock_dir(dir)?;
         let writer = Arc::new(DlqWriter::open(Box::new(FsStorage::new(dir)?), config)?);
-        let interval = writer.config().flush_interval;
+        // Each check seals a segment idle for `flush_interval` and syncs one not synced for
+        // as long: checking every `check_interval` (at most `flush_interval`) keeps both
+        // within `flush_interval` + `check_interval`.
+        let interval = writer
+            .config()
+            .check_interval
+            .min(writer.config().flush_interval);
         let (stop, stopped) = channel::<()>();
         let w = Arc::clone(&writer);
         let flusher = std::thread::Builder::new()

@@ -27,7 +27,7 @@ pub use plugin::{
     Codec, Failure, Filter, Input, InputContext, Output, OutputError, Stopped, WriteContext,
 };
 pub use registry::Registry;
-pub use runtime::{PipelineSettings, RunningPipeline};
+pub use runtime::{PipelineSettings, Recoverable, RunningPipeline};
 
 /// This machine's host name: for inputs that record where an event was read, and for the
 /// monitoring API's node info.

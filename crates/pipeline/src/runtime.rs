@@ -41,6 +41,21 @@ pub struct PipelineSettings {
     pub replay_safe_ids: bool,
     /// `pipeline.batch.metrics.sampling_mode`: which batches the `batch` stats measure.
     pub batch_metrics: SamplingMode,
+    /// `pipeline.recoverable`: whether the agent starts the pipeline again after a crash.
+    pub recoverable: Recoverable,
+    /// `pipeline.batch.output_chunking.growth_threshold_factor`: a batch the filters grew past
+    /// this many times `batch_size` reaches the outputs in chunks of `batch_size`.
+    pub output_chunking_factor: usize,
+}
+
+/// `pipeline.recoverable`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Recoverable {
+    #[default]
+    No,
+    /// Only with a persisted queue (a memory queue loses what it held at the crash).
+    Auto,
+    Yes,
 }
 
 impl Default for PipelineSettings {
@@ -53,6 +68,8 @@ impl Default for PipelineSettings {
             unsafe_shutdown: false,
             replay_safe_ids: false,
             batch_metrics: SamplingMode::default(),
+            recoverable: Recoverable::No,
+            output_chunking_factor: 1000,
         }
     }
 }
@@ -93,6 +110,16 @@ struct Shared {
     given_up: AtomicU64,
     /// Set once [`RunningPipeline::finish`] is done.
     finished: AtomicBool,
+    /// Why the pipeline crashed (an input failed, a worker panicked), if it did.
+    crashed: std::sync::Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Records a crash (the first one's reason is kept).
+    fn crash(&self, why: String) {
+        let mut c = self.crashed.lock().unwrap_or_else(|p| p.into_inner());
+        c.get_or_insert(why);
+    }
 }
 
 /// Starts inputs and workers; `dlq` is the pipeline's dead letter queue, if enabled.
@@ -129,6 +156,7 @@ pub fn start(
         halted: AtomicBool::new(false),
         given_up: AtomicU64::new(0),
         finished: AtomicBool::new(false),
+        crashed: std::sync::Mutex::new(None),
     });
 
     let mut workers = Vec::with_capacity(settings.workers.max(1));
@@ -143,7 +171,19 @@ pub fn start(
         workers.push(
             std::thread::Builder::new()
                 .name(format!("[{}]>worker{w}", settings.id))
-                .spawn(move || worker_loop(&shared, chain, w))?,
+                .spawn(move || {
+                    let run = std::panic::AssertUnwindSafe(|| worker_loop(&shared, chain, w));
+                    if let Err(panic) = std::panic::catch_unwind(run) {
+                        let why = panic
+                            .downcast_ref::<String>()
+                            .map(String::as_str)
+                            .or_else(|| panic.downcast_ref::<&str>().copied())
+                            .unwrap_or("a panic");
+                        tracing::error!(pipeline = %shared.settings.id, worker = w, "worker crashed: {why}");
+                        shared.crash(format!("worker {w} crashed: {why}"));
+                        shared.halt();
+                    }
+                })?,
         );
     }
 
@@ -190,11 +230,15 @@ pub fn start(
         let active = Arc::clone(&active_running);
         let id = built.id;
         let mut input = built.input;
+        let shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name(format!("[{}]<{}", settings.id, id))
             .spawn(move || {
                 if let Err(e) = input.run(&ctx) {
                     tracing::error!(input = %id, error = %e, "input failed");
+                    if !ctx.is_stopping() {
+                        shared.crash(format!("input {id} failed: {e}"));
+                    }
                 }
                 tracing::debug!(input = %id, "input finished");
                 if !passive {
@@ -284,7 +328,16 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         chain.send_dead_letters(shared.dlq.as_deref());
         events.retain(|e| !e.is_cancelled());
         let n = events.len() as u64;
-        if deliver(shared, &events, worker) {
+        // A batch the filters grew far past the batch size (split, clone) goes out in chunks.
+        let chunk = if events.len() > s.batch_size.saturating_mul(s.output_chunking_factor) {
+            s.batch_size
+        } else {
+            events.len().max(1)
+        };
+        if events
+            .chunks(chunk)
+            .all(|part| deliver(shared, part, worker))
+        {
             shared.queue.ack(batch.token);
         } else {
             // Not acked: a persisted queue keeps the batch for the next start.
@@ -551,6 +604,15 @@ impl RunningPipeline {
     }
 
     /// True once an output closed for good or a batch was given up: the pipeline stops.
+    /// Why the pipeline crashed (an input failed, a worker panicked), if it did.
+    pub fn crashed(&self) -> Option<String> {
+        self.shared
+            .crashed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     pub fn halted(&self) -> bool {
         self.shared.halted.load(Ordering::Relaxed)
     }

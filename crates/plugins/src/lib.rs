@@ -37,6 +37,9 @@ pub fn registry() -> Registry {
     r.add_input("pipeline", inputs::pipeline::build);
     r.add_input("dead_letter_queue", inputs::dead_letter_queue::build);
     r.add_input("beats", inputs::beats::build);
+    // Logstash's alias registry: Fleet's documented `elastic_agent { port => 5044 }` is the
+    // beats input under its own name (which the metrics show).
+    r.add_input("elastic_agent", inputs::beats::build);
     r.add_input("tcp", inputs::tcp::build);
     r.add_input("udp", inputs::udp::build);
     r.add_input("syslog", inputs::syslog::build);

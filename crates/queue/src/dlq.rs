@@ -94,6 +94,9 @@ pub struct DlqConfig {
     pub segment_bytes: u64,
     pub policy: StoragePolicy,
     pub flush_interval: Duration,
+    /// How often the flusher looks for a segment to seal or sync
+    /// (`dead_letter_queue.flush_check_interval`).
+    pub check_interval: Duration,
     pub retain_age: Option<Duration>,
 }
 
@@ -104,6 +107,7 @@ impl Default for DlqConfig {
             segment_bytes: 10 * 1024 * 1024,
             policy: StoragePolicy::DropNewer,
             flush_interval: Duration::from_millis(5000),
+            check_interval: Duration::from_millis(1000),
             retain_age: None,
         }
     }

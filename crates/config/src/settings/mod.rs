@@ -52,6 +52,11 @@
 //! | `dead_letter_queue.storage_policy` | [`DlqOverrides::storage_policy`] | `drop_newer` `drop_older` |
 //! | `dead_letter_queue.flush_interval` | [`DlqOverrides::flush_interval`] | number of milliseconds |
 //! | `dead_letter_queue.retain.age` | [`DlqOverrides::retain_age`] | time value (`7d`, `12h`) |
+//! | `dead_letter_queue.flush_check_interval` | [`DlqOverrides::flush_check_interval`] | milliseconds, at least 1000 |
+//! | `pipeline.recoverable` | [`PipelineOverrides::recoverable`] | `false` `auto` `true` |
+//! | `pipeline.batch.output_chunking.growth_threshold_factor` | [`PipelineOverrides::output_chunking_growth_threshold_factor`] | positive integer |
+//! | `ssl.reload.automatic`, `ssl.reload.interval` | [`Settings::ssl_reload_automatic`] | boolean, time value |
+//! | `otel.metrics.enabled` | — | `false` only (the OTLP export is not implemented) |
 //! | `api.enabled` (deprecated alias `http.enabled`) | [`ApiSettings::enabled`] | boolean |
 //! | `api.http.host` (alias `http.host`) | [`ApiSettings::host`] | string |
 //! | `api.http.port` (alias `http.port`) | [`ApiSettings::port`] | port or range: `9600`, `"9600-9700"` |
@@ -75,10 +80,9 @@
 //! `modules`, `cloud.id`, `cloud.auth`,
 //! `path.plugins`, `path.settings` (command line only), `pipeline.plugin_classloaders`,
 //! `pipeline.separate_logs`, `pipeline.reloadable`,
-//! `pipeline.system`, `pipeline.recoverable`, `pipeline.batch.output_chunking.*`,
-//! `pipeline.buffer.type`, `config.debug`,
+//! `pipeline.system`, `pipeline.buffer.type`, `config.debug`,
 //! `config.field_reference.escape_style`, `metric.collect`, `slowlog.*`, `keystore.*`,
-//! `monitoring.*`, `otel.*`, `ssl.reload.automatic`, `log.format.json.*`, and the
+//! `monitoring.*`, `otel.*` (but `otel.metrics.enabled: false`), `log.format.json.*`, and the
 //! command-line-only `interactive`, `version`, `help`, `enable-local-plugin-development`.
 //! Any other key is an unknown setting, with a "did you mean" suggestion when one is close.
 
@@ -223,7 +227,7 @@ pub fn load_settings(dir: &Path) -> Result<Settings, SettingsError> {
 /// The file's text, or `None` if it does not exist.
 pub(crate) fn read_optional(path: &Path) -> Result<Option<(PathBuf, String)>, SettingsError> {
     match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some((path.to_path_buf(), text))),
+        Ok(text) => Ok(Some((path.to_path_buf(), crate::load::strip_bom(text)))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(SettingsError::file(
             &path.display().to_string(),
@@ -250,6 +254,10 @@ pub(crate) fn apply_pipeline_key(
         "pipeline.ecs_compatibility" => p.ecs_compatibility = v.one_of(ECS)?,
         "pipeline.unsafe_shutdown" => p.unsafe_shutdown = v.boolean()?,
         "pipeline.batch.metrics.sampling_mode" => p.batch_metrics = v.one_of(SAMPLING_MODES)?,
+        "pipeline.recoverable" => p.recoverable = v.one_of(&["false", "auto", "true"])?,
+        "pipeline.batch.output_chunking.growth_threshold_factor" => {
+            p.output_chunking_growth_threshold_factor = v.positive_int()?
+        }
         "queue.type" => {
             q.queue_type = v
                 .one_of(&["memory", "persisted"])?
@@ -284,6 +292,18 @@ pub(crate) fn apply_pipeline_key(
             }
         }
         "dead_letter_queue.retain.age" => d.retain_age = v.time_value()?,
+        "dead_letter_queue.flush_check_interval" => {
+            d.flush_check_interval = v.millis()?;
+            if d.flush_check_interval
+                .is_some_and(|i| i < Duration::from_millis(1000))
+            {
+                return Err(v.error(
+                    v.node.pos,
+                    "invalid value for `dead_letter_queue.flush_check_interval`: the minimum is 1000"
+                        .to_owned(),
+                ));
+            }
+        }
         "queue.checkpoint.interval" => {
             if v.uint()?.is_some() {
                 warnings.push(v.warning(
@@ -321,6 +341,17 @@ fn apply_setting(s: &mut Settings, key: &str, v: &Val<'_>) -> Result<(), Setting
         "config.reload.automatic" => s.config_reload_automatic = v.boolean()?,
         "config.reload.interval" => s.config_reload_interval = v.time_value()?,
         "config.test_and_exit" => s.config_test_and_exit = v.boolean()?,
+        "ssl.reload.automatic" => s.ssl_reload_automatic = v.boolean()?,
+        "ssl.reload.interval" => s.ssl_reload_interval = v.time_value()?,
+        // Off is what sluice does; on asks for an export sluice does not have yet.
+        "otel.metrics.enabled" => {
+            if v.boolean()? == Some(true) {
+                return Err(v.error(
+                    v.node.pos,
+                    "`otel.metrics.enabled: true`: exporting sluice's metrics over OTLP is not implemented yet; read them from /metrics (Prometheus) or the monitoring API".to_owned(),
+                ));
+            }
+        }
         "log.level" => s.log_level = v.one_of(LOG_LEVELS)?,
         "log.format" => s.log_format = v.one_of(&["plain", "json"])?,
         "allow_superuser" => s.allow_superuser = v.boolean()?,

@@ -86,6 +86,13 @@ pub struct PipelineOverrides {
     /// `pipeline.batch.metrics.sampling_mode`: `disabled`, `minimal` or `full` (default
     /// `minimal`).
     pub batch_metrics: Option<String>,
+    /// `pipeline.recoverable`: `false` (default), `auto` (with a persisted queue) or `true`:
+    /// a pipeline whose input or worker crashed is started again.
+    pub recoverable: Option<String>,
+    /// `pipeline.batch.output_chunking.growth_threshold_factor` (default 1000): a batch the
+    /// filters grew past this many times `pipeline.batch.size` reaches the outputs in chunks
+    /// of `pipeline.batch.size`.
+    pub output_chunking_growth_threshold_factor: Option<usize>,
 }
 
 impl PipelineOverrides {
@@ -103,6 +110,10 @@ impl PipelineOverrides {
                 .or_else(|| base.ecs_compatibility.clone()),
             unsafe_shutdown: self.unsafe_shutdown.or(base.unsafe_shutdown),
             batch_metrics: (self.batch_metrics.clone()).or_else(|| base.batch_metrics.clone()),
+            recoverable: (self.recoverable.clone()).or_else(|| base.recoverable.clone()),
+            output_chunking_growth_threshold_factor: self
+                .output_chunking_growth_threshold_factor
+                .or(base.output_chunking_growth_threshold_factor),
         }
     }
 }
@@ -159,6 +170,8 @@ pub struct DlqOverrides {
     /// `drop_newer` or `drop_older`.
     pub storage_policy: Option<String>,
     pub flush_interval: Option<Duration>,
+    /// `dead_letter_queue.flush_check_interval`.
+    pub flush_check_interval: Option<Duration>,
     /// `dead_letter_queue.retain.age`.
     pub retain_age: Option<Duration>,
 }
@@ -173,6 +186,7 @@ impl DlqOverrides {
             storage_policy: (self.storage_policy.clone())
                 .unwrap_or_else(|| base.storage_policy.clone()),
             flush_interval: self.flush_interval.unwrap_or(base.flush_interval),
+            flush_check_interval: (self.flush_check_interval).unwrap_or(base.flush_check_interval),
             retain_age: self.retain_age.or(base.retain_age),
         }
     }
@@ -192,6 +206,9 @@ pub struct DlqSettings {
     pub storage_policy: String,
     /// Default 5000 ms.
     pub flush_interval: Duration,
+    /// How often the flusher looks for a segment to seal or sync (default 1000 ms, at least
+    /// 1000 and at most `flush_interval`).
+    pub flush_check_interval: Duration,
     /// Default: none (entries are kept until consumed or dropped).
     pub retain_age: Option<Duration>,
 }
@@ -204,6 +221,7 @@ impl Default for DlqSettings {
             max_bytes: 1024 << 20,
             storage_policy: "drop_newer".to_owned(),
             flush_interval: Duration::from_millis(5000),
+            flush_check_interval: Duration::from_millis(1000),
             retain_age: None,
         }
     }
@@ -328,6 +346,10 @@ pub struct Settings {
     pub config_reload_automatic: Option<bool>,
     pub config_reload_interval: Option<Duration>,
     pub config_test_and_exit: Option<bool>,
+    /// `ssl.reload.automatic`: TLS servers and clients pick up rotated certificate and key
+    /// files (checked every `ssl.reload.interval`, default 5 s) without a restart.
+    pub ssl_reload_automatic: Option<bool>,
+    pub ssl_reload_interval: Option<Duration>,
     /// `log.level`: `fatal`, `error`, `warn`, `info`, `debug` or `trace`.
     pub log_level: Option<String>,
     /// `log.format`: `plain` or `json`.
