@@ -50,6 +50,9 @@ pub struct Spec {
     pub dlq: DlqSettings,
     /// `pipeline.ecs_compatibility`: the default for the plugins of this pipeline.
     pub ecs_compatibility: Option<String>,
+    /// `ssl.reload.automatic`: the certificate, key and authority files the config names are
+    /// part of its fingerprint, so that a reload restarts the pipeline when they change.
+    pub ssl_reload: bool,
 }
 
 /// A parsed spec, with what identifies its content for reloads.
@@ -103,6 +106,15 @@ impl Spec {
         config
             .substitute_env(&|name| std::env::var(name).ok())
             .map_err(|e| e.to_string())?;
+        if self.ssl_reload {
+            for path in tls_files(&config) {
+                // A file that cannot be read counts as its error: it changes when it can.
+                match std::fs::read(&path) {
+                    Ok(bytes) => bytes.hash(&mut h),
+                    Err(e) => e.kind().hash(&mut h),
+                }
+            }
+        }
         Ok(Loaded {
             config,
             fingerprint: h.finish(),
@@ -755,6 +767,60 @@ impl Agent {
         }
         (ok, failed)
     }
+}
+
+/// The options of every plugin (codecs included) that name certificate, key or authority
+/// files, as Logstash's plugins name them.
+const TLS_FILE_OPTIONS: &[&str] = &[
+    "ssl_certificate",
+    "ssl_key",
+    "ssl_certificate_authorities",
+    "ssl_truststore_path",
+    "ssl_keystore_path",
+    "ssl_truststore_location",
+    "ssl_keystore_location",
+    "cacert",
+    "tls_certificate",
+    "tls_key",
+];
+
+/// The files the config's TLS options name, in config order.
+fn tls_files(config: &Config) -> Vec<String> {
+    fn strings(v: &Ast, out: &mut Vec<String>) {
+        match v {
+            Ast::String(s) | Ast::Bareword(s) => out.push(s.clone()),
+            Ast::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            _ => {}
+        }
+    }
+    fn plugin(p: &sluice_config::Plugin, out: &mut Vec<String>) {
+        for a in &p.attributes {
+            if TLS_FILE_OPTIONS.contains(&a.name.as_str()) {
+                strings(&a.value, out);
+            }
+            if let Ast::Plugin(codec) = &a.value {
+                plugin(codec, out);
+            }
+        }
+    }
+    fn body(statements: &[Statement], out: &mut Vec<String>) {
+        for st in statements {
+            match st {
+                Statement::Plugin(p) => plugin(p, out),
+                Statement::If(i) => {
+                    i.branches.iter().for_each(|b| body(&b.body, out));
+                    if let Some(e) = &i.else_body {
+                        body(e, out);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for s in &config.sections {
+        body(&s.body, &mut out);
+    }
+    out
 }
 
 /// How long a changed config must stay the same before a reload takes it.

@@ -107,6 +107,16 @@ pub fn run(args: &Cli) -> Result<(), String> {
     let reload_every = settings
         .config_reload_interval
         .unwrap_or(Duration::from_secs(3));
+    // Certificates are picked up as Logstash does: a pipeline whose referenced certificate or
+    // key files changed is reloaded, by the automatic reload (the API's own certificate follows
+    // its file by itself).
+    let ssl_reload = match settings.ssl_reload_automatic {
+        Some(true) if !reload_auto => {
+            return Err("ssl.reload.automatic: true needs config.reload.automatic: true (as in Logstash: a pipeline whose certificate or key files changed is reloaded by the automatic reload)".to_owned())
+        }
+        Some(true) => Some(settings.ssl_reload_interval.unwrap_or(reload_every)),
+        _ => None,
+    };
     // The monitoring API (`api.*`), before the pipelines so that it sees them start.
     let _api = sluice_api::start(
         &settings.api,
@@ -118,6 +128,7 @@ pub fn run(args: &Cli) -> Result<(), String> {
             plugins: plugin_gem_names(),
             config_reload_automatic: reload_auto,
             config_reload_interval: reload_every,
+            ssl_reload,
         },
     )?;
     agent.start_all(initial)?;
@@ -225,6 +236,7 @@ fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
             queue: settings.queue_settings(),
             dlq: settings.dlq_settings(),
             ecs_compatibility: base.ecs_compatibility.clone(),
+            ssl_reload: settings.ssl_reload_automatic == Some(true),
         }]);
     }
     let entries = match &args.path_settings {
@@ -261,6 +273,7 @@ fn specs(args: &Cli, settings: &Settings) -> Result<Vec<Spec>, String> {
             ecs_compatibility: overrides.ecs_compatibility.clone(),
             queue: entry.queue_settings(settings),
             dlq: entry.dlq_settings(settings),
+            ssl_reload: settings.ssl_reload_automatic == Some(true),
         });
     }
     Ok(out)

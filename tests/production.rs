@@ -2,7 +2,8 @@
 //! Logstash settings directory (`--path.settings /etc/logstash`: logstash.yml, pipelines.yml,
 //! conf.d, jvm.options and log4j2.properties), config files with a byte order mark, the
 //! settings of a Logstash 9.5 `logstash.yml`, Fleet's `elastic_agent` input, output chunking
-//! of batches the filters grew, and `pipeline.recoverable`.
+//! of batches the filters grew, `pipeline.recoverable`, and certificates rotated under a
+//! running pipeline (`ssl.reload.automatic`).
 
 mod api_support;
 mod net_support;
@@ -105,6 +106,7 @@ fn the_settings_of_logstash_9_5_start_sluice() {
     let yml = "\
 pipeline.batch.output_chunking.growth_threshold_factor: 1000
 pipeline.recoverable: auto
+config.reload.automatic: true
 ssl.reload.automatic: true
 ssl.reload.interval: 2s
 dead_letter_queue.enable: true
@@ -133,6 +135,10 @@ otel.metrics.enabled: false
             "`otel.exporter.otlp.endpoint` is a Logstash setting that sluice does not support (exporting sluice's metrics over OTLP",
         ),
         ("pipeline.recoverable: maybe\n", "pipeline.recoverable"),
+        (
+            "ssl.reload.automatic: true\n",
+            "ssl.reload.automatic: true needs config.reload.automatic: true",
+        ),
         (
             "dead_letter_queue.flush_check_interval: 10\n",
             "the minimum is 1000",
@@ -272,5 +278,170 @@ fn a_recoverable_pipeline_is_started_again_after_its_input_crashed() {
         .as_array()
         .unwrap()
         .is_empty());
+    sluice.stop();
+}
+
+/// The subject of the certificate a TLS server on `port` presents (openssl's s_client).
+fn served_subject(port: u16) -> String {
+    let client = std::process::Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let mut x509 = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-subject"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    x509.stdin
+        .take()
+        .unwrap()
+        .write_all(&client.stdout)
+        .unwrap();
+    let out = x509.wait_with_output().unwrap();
+    // "subject=CN = server" (OpenSSL 3) or "subject= /CN=server": without spaces.
+    String::from_utf8_lossy(&out.stdout)
+        .replace(' ', "")
+        .trim()
+        .to_owned()
+}
+
+/// Sends `lines` over TLS to `port` (openssl's s_client), trusting `ca`.
+fn send_tls(port: u16, lines: &str) {
+    let mut c = std::process::Command::new("openssl")
+        .args([
+            "s_client",
+            "-quiet",
+            "-no_ign_eof",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    stdin.write_all(lines.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stdin);
+    let _ = c.wait();
+}
+
+/// `ssl.reload.automatic` (issue 38): the certificate and key files of a TLS input are
+/// replaced while sluice runs (as cert-manager rotates them): the pipeline picks them up
+/// without a restart of the process (new connections get the new certificate), and no
+/// event sent before or after is lost.
+#[test]
+fn rotated_certificates_are_picked_up_and_nothing_is_lost() {
+    let dir = temp_dir("production", "ssl-reload");
+    let Some(certs) = net_support::certs(&dir.join("certs")) else {
+        return;
+    };
+    // The files the config names; rotated below by replacing their content.
+    let (cert, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::copy(&certs.server_cert, &cert).unwrap();
+    std::fs::copy(&certs.server_key, &key).unwrap();
+    let port = net_support::free_port();
+    let out = dir.join("out.log");
+    let config = format!(
+        r#"input {{ tcp {{ host => "127.0.0.1" port => {port} ssl_enabled => true ssl_certificate => "{}" ssl_key => "{}" }} }}
+           output {{ file {{ path => "{}" codec => line {{ format => "%{{message}}" }} }} }}"#,
+        cert.display(),
+        key.display(),
+        out.display()
+    );
+    let settings = format!(
+        "path.data: {}\nconfig.reload.automatic: true\nconfig.reload.interval: 1s\nssl.reload.automatic: true\n",
+        dir.join("data").display()
+    );
+    let mut run = Run::start(&dir, &settings, &[], &config, Stdio::null(), Stdio::null());
+    net_support::wait_listening(port, 30);
+    assert!(
+        served_subject(port).ends_with("CN=server"),
+        "{}",
+        served_subject(port)
+    );
+    send_tls(port, "before-1\nbefore-2\n");
+    run.wait_lines(&out, 2, 30);
+
+    // Rotation: the key first, then the certificate (a reader may see the pair half done).
+    std::fs::copy(&certs.client_key, &key).unwrap();
+    std::fs::copy(&certs.client_cert, &cert).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if served_subject(port).ends_with("CN=client") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new certificate is not served:\n{}",
+            run.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    send_tls(port, "after-1\nafter-2\n");
+    let text = run.wait_lines(&out, 4, 30);
+    run.signal("-TERM");
+    assert!(run.exit(30).success(), "{}", run.log());
+    let mut got: Vec<&str> = text.lines().collect();
+    got.sort();
+    assert_eq!(
+        got,
+        ["after-1", "after-2", "before-1", "before-2"],
+        "{}",
+        run.log()
+    );
+    assert!(
+        run.log()
+            .contains("configuration changed; restarting the pipeline"),
+        "{}",
+        run.log()
+    );
+}
+
+/// The monitoring API's certificate follows its keystore file too (`ssl.reload.automatic`):
+/// after the file is replaced, new connections get the new certificate, without a restart.
+#[test]
+fn the_apis_certificate_follows_its_keystore_file() {
+    let dir = api_support::temp_dir("api-ssl-reload");
+    let Some(certs) = net_support::certs(&dir.join("certs")) else {
+        return;
+    };
+    let keystore = dir.join("keystore.pem");
+    let bundle = |cert: &std::path::Path, key: &std::path::Path| {
+        let mut pem = std::fs::read(cert).unwrap();
+        pem.extend(std::fs::read(key).unwrap());
+        pem
+    };
+    std::fs::write(&keystore, bundle(&certs.server_cert, &certs.server_key)).unwrap();
+    let sluice = api_support::Sluice::start(
+        &dir,
+        &format!(
+            "api.ssl.enabled: true\napi.ssl.keystore.path: {}\nconfig.reload.automatic: true\nssl.reload.automatic: true\nssl.reload.interval: 1s\n",
+            keystore.display()
+        ),
+        "",
+        &["-e", "input { pipeline { address => \"api-rotation\" } } output { null {} }"],
+    );
+    assert!(served_subject(sluice.port).ends_with("CN=server"));
+    // Written whole elsewhere and renamed over, as a rotation tool does.
+    let next = dir.join("keystore.pem.new");
+    std::fs::write(&next, bundle(&certs.client_cert, &certs.client_key)).unwrap();
+    std::fs::rename(&next, &keystore).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !served_subject(sluice.port).ends_with("CN=client") {
+        assert!(Instant::now() < deadline, "not reloaded:\n{}", sluice.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        sluice.log().contains("certificate reloaded"),
+        "{}",
+        sluice.log()
+    );
     sluice.stop();
 }

@@ -43,7 +43,8 @@ pub struct Resolved {
 }
 
 /// Checks the `api.*` settings. `Ok(None)` when the API is disabled.
-pub fn resolve(s: &ApiSettings) -> Result<Option<Resolved>, String> {
+/// `ssl_reload`: `ssl.reload.automatic`'s interval, when on (the certificate follows its file).
+pub fn resolve(s: &ApiSettings, ssl_reload: Option<Duration>) -> Result<Option<Resolved>, String> {
     if s.enabled == Some(false) {
         return Ok(None);
     }
@@ -65,7 +66,7 @@ pub fn resolve(s: &ApiSettings) -> Result<Option<Resolved>, String> {
         }
     };
     let tls = if s.ssl_enabled == Some(true) {
-        Some(tls_config(s)?)
+        Some(tls_config(s, ssl_reload)?)
     } else {
         None
     };
@@ -136,12 +137,18 @@ fn check_password_policy(s: &ApiSettings, pass: &str) -> Result<(), String> {
 /// TLS from `api.ssl.keystore.path`: sluice reads a PEM file holding the certificate chain and
 /// an unencrypted private key (Logstash reads a PKCS12/JKS keystore; convert one with
 /// `openssl pkcs12 -in keystore.p12 -nodes -out keystore.pem`).
-fn tls_config(s: &ApiSettings) -> Result<Arc<rustls::ServerConfig>, String> {
+/// The certificate chain and unencrypted key of a PEM keystore file (`api.ssl.keystore.path`).
+fn read_keystore(
+    path: &std::path::Path,
+) -> Result<
+    (
+        Vec<rustls::pki_types::CertificateDer<'static>>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    ),
+    String,
+> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let Some(path) = &s.ssl_keystore_path else {
-        return Err("api.ssl.enabled is true but api.ssl.keystore.path is not set (a PEM file with the certificate chain and the private key)".to_owned());
-    };
     let text = std::fs::read(path)
         .map_err(|e| format!("api.ssl.keystore.path {}: {e}", path.display()))?;
     if !text.windows(11).any(|w| w == b"-----BEGIN ") {
@@ -149,9 +156,6 @@ fn tls_config(s: &ApiSettings) -> Result<Arc<rustls::ServerConfig>, String> {
             "api.ssl.keystore.path {}: not a PEM file. Sluice reads a PEM file with the certificate chain and the unencrypted private key, not a PKCS12/JKS keystore; convert one with `openssl pkcs12 -in KEYSTORE.p12 -nodes -out keystore.pem`",
             path.display()
         ));
-    }
-    if s.ssl_keystore_password.is_some() {
-        tracing::warn!("api.ssl.keystore.password is not used: sluice reads an unencrypted PEM key from api.ssl.keystore.path");
     }
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&text)
         .collect::<Result<_, _>>()
@@ -168,6 +172,95 @@ fn tls_config(s: &ApiSettings) -> Result<Arc<rustls::ServerConfig>, String> {
             path.display()
         )
     })?;
+    Ok((certs, key))
+}
+
+/// What identifies a file's content without reading it: size, modification time, inode (a
+/// Kubernetes secret rotates by swapping a symlink, which changes the inode).
+fn stamp(path: &std::path::Path) -> Option<(u64, std::time::SystemTime, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?, m.ino()))
+}
+
+/// The API's certificate when `ssl.reload.automatic` is on: at a handshake at least
+/// `every` after the last look, the keystore file is looked at again and, if it changed, read
+/// (a file that does not read as a matching certificate and key keeps the old one, logged).
+#[derive(Debug)]
+struct ReloadingKeystore {
+    path: std::path::PathBuf,
+    every: Duration,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    current: std::sync::Mutex<KeystoreState>,
+}
+
+#[derive(Debug)]
+struct KeystoreState {
+    key: Arc<rustls::sign::CertifiedKey>,
+    stamp: Option<(u64, std::time::SystemTime, u64)>,
+    looked: std::time::Instant,
+}
+
+impl ReloadingKeystore {
+    fn load(&self) -> Result<Arc<rustls::sign::CertifiedKey>, String> {
+        certified_key(&self.provider, &self.path)
+    }
+}
+
+fn certified_key(
+    provider: &rustls::crypto::CryptoProvider,
+    path: &std::path::Path,
+) -> Result<Arc<rustls::sign::CertifiedKey>, String> {
+    let (certs, key) = read_keystore(path)?;
+    let signing = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("api.ssl.keystore.path {}: {e}", path.display()))?;
+    let certified = rustls::sign::CertifiedKey::new(certs, signing);
+    certified
+        .keys_match()
+        .map_err(|e| format!("api.ssl.keystore.path {}: {e}", path.display()))?;
+    Ok(Arc::new(certified))
+}
+
+impl rustls::server::ResolvesServerCert for ReloadingKeystore {
+    fn resolve(
+        &self,
+        _hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        let mut st = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if st.looked.elapsed() >= self.every {
+            st.looked = std::time::Instant::now();
+            let now = stamp(&self.path);
+            if now != st.stamp {
+                match self.load() {
+                    Ok(key) => {
+                        tracing::info!(path = %self.path.display(), "monitoring API: certificate reloaded (ssl.reload.automatic)");
+                        st.key = key;
+                        st.stamp = now;
+                    }
+                    // Maybe caught mid-rotation: looked at again after `every`.
+                    Err(e) => {
+                        tracing::warn!("monitoring API: keeping the current certificate: {e}")
+                    }
+                }
+            }
+        }
+        Some(Arc::clone(&st.key))
+    }
+}
+
+fn tls_config(
+    s: &ApiSettings,
+    reload: Option<Duration>,
+) -> Result<Arc<rustls::ServerConfig>, String> {
+    let Some(path) = &s.ssl_keystore_path else {
+        return Err("api.ssl.enabled is true but api.ssl.keystore.path is not set (a PEM file with the certificate chain and the private key)".to_owned());
+    };
+    let (certs, key) = read_keystore(path)?;
+    if s.ssl_keystore_password.is_some() {
+        tracing::warn!("api.ssl.keystore.password is not used: sluice reads an unencrypted PEM key from api.ssl.keystore.path");
+    }
     let mut versions: Vec<&'static rustls::SupportedProtocolVersion> = Vec::new();
     match &s.ssl_supported_protocols {
         None => versions.extend([&rustls::version::TLS13, &rustls::version::TLS12]),
@@ -185,12 +278,28 @@ fn tls_config(s: &ApiSettings) -> Result<Arc<rustls::ServerConfig>, String> {
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
         .map_err(|e| format!("api.ssl: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("api.ssl.keystore.path {}: {e}", path.display()))?;
+        .with_no_client_auth();
+    let config = match reload {
+        None => builder
+            .with_single_cert(certs, key)
+            .map_err(|e| format!("api.ssl.keystore.path {}: {e}", path.display()))?,
+        Some(every) => {
+            let key = certified_key(&provider, path)?;
+            builder.with_cert_resolver(Arc::new(ReloadingKeystore {
+                path: path.clone(),
+                every,
+                provider,
+                current: std::sync::Mutex::new(KeystoreState {
+                    key,
+                    stamp: stamp(path),
+                    looked: std::time::Instant::now(),
+                }),
+            }))
+        }
+    };
     Ok(Arc::new(config))
 }
 
@@ -242,7 +351,7 @@ pub fn start(
     registry: Registry,
     config: NodeConfig,
 ) -> Result<Option<ApiServer>, String> {
-    let Some(resolved) = resolve(settings)? else {
+    let Some(resolved) = resolve(settings, config.ssl_reload)? else {
         tracing::info!("monitoring API disabled (api.enabled: false)");
         return Ok(None);
     };
@@ -740,34 +849,37 @@ mod tests {
 
     #[test]
     fn resolving_settings() {
-        let r = resolve(&settings()).unwrap().unwrap();
+        let r = resolve(&settings(), None).unwrap().unwrap();
         assert_eq!(r.host, "127.0.0.1");
         assert_eq!(r.ports, PortRange::DEFAULT);
         assert!(r.basic_auth.is_none() && r.tls.is_none());
 
         let mut s = settings();
         s.enabled = Some(false);
-        assert!(resolve(&s).unwrap().is_none());
+        assert!(resolve(&s, None).unwrap().is_none());
 
         let mut s = settings();
         s.auth_type = Some("basic".to_owned());
-        assert!(resolve(&s).err().expect("refused").contains("username"));
+        assert!(resolve(&s, None)
+            .err()
+            .expect("refused")
+            .contains("username"));
         s.auth_basic_username = Some("u".to_owned());
         s.auth_basic_password = Some("short".to_owned());
         // WARN (the default) accepts a weak password with a warning; ERROR refuses it.
-        assert!(resolve(&s).unwrap().unwrap().basic_auth.is_some());
+        assert!(resolve(&s, None).unwrap().unwrap().basic_auth.is_some());
         s.password_policy.mode = Some("ERROR".to_owned());
-        let e = resolve(&s).err().expect("refused");
+        let e = resolve(&s, None).err().expect("refused");
         assert!(
             e.contains("at least 8 characters") && e.contains("a digit"),
             "{e}"
         );
         s.auth_basic_password = Some("Str0ngPassw0rd".to_owned());
-        assert!(resolve(&s).unwrap().is_some());
+        assert!(resolve(&s, None).unwrap().is_some());
 
         let mut s = settings();
         s.ssl_enabled = Some(true);
-        assert!(resolve(&s)
+        assert!(resolve(&s, None)
             .err()
             .expect("refused")
             .contains("keystore.path"));

@@ -37,6 +37,9 @@ pub struct NodeConfig {
     pub plugins: Vec<String>,
     pub config_reload_automatic: bool,
     pub config_reload_interval: Duration,
+    /// `ssl.reload.interval`, when `ssl.reload.automatic` is on: the API's certificate
+    /// follows its keystore file.
+    pub ssl_reload: Option<Duration>,
 }
 
 impl Default for NodeConfig {
@@ -48,6 +51,7 @@ impl Default for NodeConfig {
             plugins: Vec::new(),
             config_reload_automatic: false,
             config_reload_interval: Duration::from_secs(3),
+            ssl_reload: None,
         }
     }
 }
