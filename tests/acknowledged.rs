@@ -13,11 +13,10 @@
 mod run_support;
 mod tmpfs;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use run_support::{sequences, Run};
+use run_support::{assert_exactly_once, sequences, Run};
 use tmpfs::Tmpfs;
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -26,13 +25,6 @@ fn temp_dir(name: &str) -> PathBuf {
 
 fn start(dir: &Path, settings: &str, config: &str) -> Run {
     Run::start(dir, settings, &[], config, Stdio::null(), Stdio::null())
-}
-
-fn assert_exactly_once(seqs: &BTreeMap<i64, usize>, count: i64) {
-    let dups: Vec<_> = seqs.iter().filter(|(_, &n)| n > 1).take(5).collect();
-    assert!(dups.is_empty(), "delivered twice: {dups:?}");
-    assert_eq!(seqs.len() as i64, count, "events missing");
-    assert_eq!(seqs.keys().last().copied(), Some(count - 1));
 }
 
 /// The default page (64 MB) on a disk with less free space than one page: the head page fills
@@ -112,39 +104,10 @@ fn repair_never_gives_a_replay_safe_id_to_a_second_event() {
     run("generator { count => 2000 }", &before);
     let delivered = ids(&before);
     assert_eq!(delivered.len(), 2000);
-    // A backlog, as a pipeline whose outputs were down would leave it.
-    {
-        let storage = std::sync::Arc::new(sluice_queue::FsStorage::new(&qdir).unwrap());
-        let cfg = sluice_queue::QueueConfig {
-            page_capacity: 64 << 10,
-            ..Default::default()
-        };
-        let q = sluice_queue::PersistedQueue::open(storage, cfg).unwrap();
-        let mut batch = sluice_queue::RecordBatch::new();
-        for i in 0..3000 {
-            let e = sluice_event::Event::with_message(format!("backlog {i}"));
-            batch.push_with(|b| sluice_event::binary::encode(&e, b));
-        }
-        q.push(&mut batch).unwrap();
-        q.shutdown();
-    }
-    // Damage in the oldest page, then repair.
-    let page = std::fs::read_dir(&qdir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("page.")
-        })
-        .min()
-        .unwrap();
-    let mut bytes = std::fs::read(&page).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid..mid + 8].copy_from_slice(b"CORRUPT!");
-    std::fs::write(&page, bytes).unwrap();
+    // A backlog, as a pipeline whose outputs were down would leave it; damage in its oldest
+    // page, then a repair.
+    run_support::push_backlog(&qdir, 3000, 64 << 10, "backlog");
+    run_support::corrupt_oldest_page(&qdir);
     let repaired = sluice(&["queue", "repair", qdir.to_str().unwrap()]);
     assert!(
         repaired.status.success(),

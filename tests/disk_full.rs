@@ -11,12 +11,11 @@
 mod run_support;
 mod tmpfs;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use run_support::{sequences, Run};
+use run_support::{assert_exactly_once, sequences, Run};
 use tmpfs::Tmpfs;
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -25,13 +24,6 @@ fn temp_dir(name: &str) -> PathBuf {
 
 fn start(dir: &Path, settings: &str, config: &str) -> Run {
     Run::start(dir, settings, &[], config, Stdio::null(), Stdio::null())
-}
-
-fn assert_exactly_once(seqs: &BTreeMap<i64, usize>, count: i64) {
-    let dups: Vec<_> = seqs.iter().filter(|(_, &n)| n > 1).take(5).collect();
-    assert!(dups.is_empty(), "delivered twice: {dups:?}");
-    assert_eq!(seqs.len() as i64, count, "events missing");
-    assert_eq!(seqs.keys().last().copied(), Some(count - 1));
 }
 
 fn queue_settings(data: &Path) -> String {

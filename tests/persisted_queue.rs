@@ -2,6 +2,8 @@
 //! gaps), a SIGTERM restart delivers each event exactly once, and two processes never share
 //! a queue directory.
 
+mod run_support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -203,21 +205,7 @@ fn inspect_verify_and_repair_a_damaged_queue() {
     // A backlog of 5000 events written straight into the queue directory, as a pipeline
     // that stopped before its workers took them would leave it.
     let qdir = dir.join("data/queue/main");
-    {
-        let storage = std::sync::Arc::new(sluice_queue::FsStorage::new(&qdir).unwrap());
-        let cfg = sluice_queue::QueueConfig {
-            page_capacity: 64 << 10,
-            ..Default::default()
-        };
-        let q = sluice_queue::PersistedQueue::open(storage, cfg).unwrap();
-        let mut batch = sluice_queue::RecordBatch::new();
-        for i in 0..5000 {
-            let e = sluice_event::Event::with_message(format!("event {i}"));
-            batch.push_with(|b| sluice_event::binary::encode(&e, b));
-        }
-        q.push(&mut batch).unwrap();
-        q.shutdown();
-    }
+    run_support::push_backlog(&qdir, 5000, 64 << 10, "event");
     let q = qdir.to_str().unwrap();
 
     let inspect = sluice_out(&["queue", "inspect", q]);
@@ -238,22 +226,7 @@ fn inspect_verify_and_repair_a_damaged_queue() {
     );
 
     // Damage a record in the middle of the first page.
-    let page = std::fs::read_dir(&qdir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("page.")
-        })
-        .min()
-        .unwrap();
-    let mut bytes = std::fs::read(&page).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid..mid + 8].copy_from_slice(b"CORRUPT!");
-    std::fs::write(&page, bytes).unwrap();
+    run_support::corrupt_oldest_page(&qdir);
 
     let bad = sluice_out(&["queue", "verify", q]);
     assert_eq!(

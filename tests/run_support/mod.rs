@@ -191,6 +191,57 @@ impl Run {
     }
 }
 
+/// Writes `n` events (`<prefix> <i>`) straight into the persisted queue in `qdir` (pages of
+/// `page_capacity` bytes), as a pipeline whose workers had not taken them would leave them.
+pub fn push_backlog(qdir: &Path, n: usize, page_capacity: u64, prefix: &str) {
+    let storage = Arc::new(sluice_queue::FsStorage::new(qdir).unwrap());
+    let cfg = sluice_queue::QueueConfig {
+        page_capacity,
+        ..Default::default()
+    };
+    let q = sluice_queue::PersistedQueue::open(storage, cfg).unwrap();
+    let mut batch = sluice_queue::RecordBatch::new();
+    for i in 0..n {
+        let e = sluice_event::Event::with_message(format!("{prefix} {i}"));
+        batch.push_with(|b| sluice_event::binary::encode(&e, b));
+    }
+    q.push(&mut batch).unwrap();
+    q.shutdown();
+}
+
+/// Overwrites 8 bytes in the middle of the oldest page file of the queue in `qdir`.
+pub fn corrupt_oldest_page(qdir: &Path) {
+    let page = std::fs::read_dir(qdir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().ok()?;
+            name.strip_prefix("page.")?.parse::<u64>().ok()
+        })
+        .min()
+        .map(|n| qdir.join(format!("page.{n}")))
+        .expect("a page file");
+    let mut bytes = std::fs::read(&page).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid..mid + 8].copy_from_slice(b"CORRUPT!");
+    std::fs::write(&page, bytes).unwrap();
+}
+
+/// Sequences 0..`count` were each delivered exactly once (`seqs`: sequence → times).
+pub fn assert_exactly_once(seqs: &BTreeMap<i64, usize>, count: i64) {
+    let dups: Vec<_> = seqs.iter().filter(|(_, &n)| n > 1).take(5).collect();
+    assert!(dups.is_empty(), "delivered twice: {dups:?}");
+    let missing: Vec<i64> = (0..count)
+        .filter(|i| !seqs.contains_key(i))
+        .take(5)
+        .collect();
+    assert!(missing.is_empty(), "events missing, e.g. {missing:?}");
+    assert_eq!(
+        seqs.len() as i64,
+        count,
+        "sequences beyond {count} delivered"
+    );
+}
+
 /// Sequence → times delivered, from a file of `json_lines` generator events; every line must
 /// be a whole event.
 pub fn sequences(out: &Path) -> BTreeMap<i64, usize> {
