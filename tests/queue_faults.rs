@@ -318,24 +318,30 @@ fn flipped_byte_in_a_page_header_costs_nothing() {
     });
 }
 
+/// Flips a byte in the body of one checkpoint slot: the one in force (whose header names the
+/// generation in force), or the other.
+fn flip_checkpoint_slot(q: &Path, in_force: bool) {
+    let storage = FsStorage::new(q).unwrap();
+    let generation = sluice_queue::checkpoint::read(&storage)
+        .unwrap()
+        .generation()
+        .unwrap();
+    let bytes = std::fs::read(q.join("checkpoint")).unwrap();
+    let slot_size = bytes.len() / 2;
+    let slot = (0..2)
+        .find(|s| {
+            (bytes[s * slot_size + 16..s * slot_size + 24] == generation.to_le_bytes()) == in_force
+        })
+        .unwrap();
+    flip(&q.join("checkpoint"), (slot * slot_size + 40) as u64);
+}
+
 /// No event is lost (the older slot takes over), but `queue verify` says so instead of "OK"
 /// (issue 46): acks after the older generation may be repeated.
 #[test]
 fn flipped_byte_in_the_checkpoint_costs_nothing_and_verify_reports_the_fallback() {
     case_reported("checkpoint", true, |q, _| {
-        // In the body of the slot in force (the one whose header names the generation in
-        // force): the other slot's older generation takes over.
-        let storage = FsStorage::new(q).unwrap();
-        let generation = sluice_queue::checkpoint::read(&storage)
-            .unwrap()
-            .generation()
-            .unwrap();
-        let bytes = std::fs::read(q.join("checkpoint")).unwrap();
-        let slot_size = bytes.len() / 2;
-        let slot = (0..2)
-            .find(|s| bytes[s * slot_size + 16..s * slot_size + 24] == generation.to_le_bytes())
-            .unwrap();
-        flip(&q.join("checkpoint"), (slot * slot_size + 40) as u64);
+        flip_checkpoint_slot(q, true);
         BTreeSet::new()
     });
 }
@@ -344,17 +350,7 @@ fn flipped_byte_in_the_checkpoint_costs_nothing_and_verify_reports_the_fallback(
 #[test]
 fn flipped_byte_in_the_older_checkpoint_slot_is_a_note() {
     case("checkpoint-older", |q, _| {
-        let storage = FsStorage::new(q).unwrap();
-        let generation = sluice_queue::checkpoint::read(&storage)
-            .unwrap()
-            .generation()
-            .unwrap();
-        let bytes = std::fs::read(q.join("checkpoint")).unwrap();
-        let slot_size = bytes.len() / 2;
-        let older = (0..2)
-            .find(|s| bytes[s * slot_size + 16..s * slot_size + 24] != generation.to_le_bytes())
-            .unwrap();
-        flip(&q.join("checkpoint"), (older * slot_size + 40) as u64);
+        flip_checkpoint_slot(q, false);
         BTreeSet::new()
     });
 }
