@@ -319,3 +319,28 @@ fn every_worker_has_its_own_match_data() {
     assert_eq!(get(&y[0], "n"), v(json!(2)));
     assert_eq!(get(&z[0], "w"), v(json!("c")));
 }
+
+/// Issue 45: PCRE2 with 2-byte links refused compiled patterns over 64K ("regular expression
+/// is too large"): eight `%{IP}` in one pattern already were (the postfix patterns' big ones
+/// too), where Onigmo in Logstash takes them. PCRE2 is built with 4-byte links now
+/// (`.cargo/config.toml`).
+#[test]
+fn large_expansions_compile_and_match() {
+    let pattern = (0..12)
+        .map(|i| format!("%{{IP:ip{i}}}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let config = format!(r#"filter {{ grok {{ match => {{ "message" => "{pattern}" }} }} }}"#);
+    let addresses: Vec<String> = (0..12)
+        .map(|i| match i % 3 {
+            0 => format!("10.0.0.{i}"),
+            1 => format!("2001:db8::{i}"),
+            _ => format!("fe80::1:{i}"),
+        })
+        .collect();
+    let e = one(&config, json!({"message": addresses.join(" ")}));
+    assert!(!e.has_tag("_grokparsefailure"), "{:?}", common::tags(&e));
+    for (i, a) in addresses.iter().enumerate() {
+        assert_eq!(get(&e, &format!("ip{i}")), v(json!(a)));
+    }
+}
