@@ -811,3 +811,28 @@ line2" } } }
         "CEF:0|V\\|x|Logstash|1.0|Logstash|Logstash|6|sourceAddress=10.1.1.1 message=a\\=b|c n=line1\\nline2\n"
     );
 }
+
+/// Issue 45: an input's `add_field` as Logstash's decorators apply it: every element of an
+/// array value, appended to a field that is there, and before the input sets its own host
+/// (stdin and generator set it only when the event has none), so that `add_field` may set it.
+#[test]
+fn input_add_field_appends_and_may_set_the_host() {
+    for input in [
+        r#"stdin { ecs_compatibility => disabled add_field => { "host" => "h1" "tags" => ["a", "b"] "[x]" => "1" } add_field => { "x" => "2" } }"#,
+        r#"generator { count => 1 ecs_compatibility => disabled add_field => { "host" => "h1" "tags" => ["a", "b"] "[x]" => "1" } add_field => { "x" => "2" } }"#,
+    ] {
+        let out = run_with_stdin(
+            &[
+                "-e",
+                &format!("input {{ {input} }} output {{ stdout {{ codec => json_lines }} }}"),
+            ],
+            "line\n",
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let e: serde_json::Value =
+            serde_json::from_str(text.lines().next().unwrap_or("{}")).unwrap();
+        assert_eq!(e["host"], "h1", "{input}: {e}");
+        assert_eq!(e["tags"], serde_json::json!(["a", "b"]), "{input}: {e}");
+        assert_eq!(e["x"], serde_json::json!(["1", "2"]), "{input}: {e}");
+    }
+}

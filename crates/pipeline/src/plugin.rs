@@ -308,17 +308,30 @@ impl InputDecoration {
                 event.set_field("type", Value::String(t.as_str().into()));
             }
         }
-        // As Logstash's decorators: appended even when already there.
+        // As Logstash's decorators: fields first, then tags, each appended to what is there.
+        add_fields(event, &self.add_field);
         for tag in &self.tags {
             event.append_tag(tag);
         }
-        for (k, v) in &self.add_field {
-            let key = k.render(event);
-            let value = Value::String(v.render(event).into());
-            if let Ok(r) = FieldRef::parse(&key) {
-                if event.get(&r).is_none() {
-                    event.set(&r, value);
-                }
+    }
+}
+
+/// `add_field` as Logstash's decorators apply it, for inputs and filters alike: each value
+/// (an array option gives one pair per element) is rendered with sprintf and set when the
+/// field is absent, or appended to what is there (a value becomes a list of the old and the
+/// new).
+pub fn add_fields(event: &mut Event, fields: &[(Template, Template)]) {
+    for (k, v) in fields {
+        let Ok(field) = FieldRef::parse(&k.render(event)) else {
+            continue;
+        };
+        let value = Value::String(v.render(event).into());
+        match event.get_mut(&field) {
+            None => event.set(&field, value),
+            Some(Value::Array(a)) => a.push(value),
+            Some(existing) => {
+                let old = std::mem::take(existing);
+                *existing = Value::Array(vec![old, value]);
             }
         }
     }
@@ -389,6 +402,20 @@ impl InputContext {
         self.batch_size
     }
 
+    /// Applies the input's common options (`type`, `tags`, `add_field`) to an event now, as
+    /// Logstash's `decorate`, for inputs that set fields of their own only when the event has
+    /// none (the host): they decorate first, then push with [`InputContext::push_decorated`].
+    pub fn decorate(&self, event: &mut Event) {
+        if !self.decoration.is_empty() {
+            self.decoration.apply(event);
+        }
+    }
+
+    /// Queues a batch whose events were decorated already ([`InputContext::decorate`]).
+    pub fn push_decorated(&self, batch: Vec<Event>) -> Result<(), Stopped> {
+        self.push_events(batch)
+    }
+
     /// Queues a batch, blocking while the queue is full.
     pub fn push(&self, mut batch: Vec<Event>) -> Result<(), Stopped> {
         if batch.is_empty() {
@@ -398,6 +425,13 @@ impl InputContext {
             for e in &mut batch {
                 self.decoration.apply(e);
             }
+        }
+        self.push_events(batch)
+    }
+
+    fn push_events(&self, batch: Vec<Event>) -> Result<(), Stopped> {
+        if batch.is_empty() {
+            return Ok(());
         }
         let n = batch.len() as u64;
         let counters = self.metrics.inputs.get(self.index);

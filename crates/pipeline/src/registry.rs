@@ -49,21 +49,7 @@ impl FilterCommon {
     }
 
     pub fn apply(&self, event: &mut sluice_event::Event) {
-        use sluice_event::Value;
-        for (k, v) in &self.add_field {
-            let Ok(field) = FieldRef::parse(&k.render(event)) else {
-                continue;
-            };
-            let value = Value::String(v.render(event).into());
-            match event.get_mut(&field) {
-                None => event.set(&field, value),
-                Some(Value::Array(a)) => a.push(value),
-                Some(existing) => {
-                    let old = std::mem::take(existing);
-                    *existing = Value::Array(vec![old, value]);
-                }
-            }
-        }
+        crate::plugin::add_fields(event, &self.add_field);
         for f in &self.remove_field {
             if let Ok(field) = FieldRef::parse(&f.render(event)) {
                 event.remove(&field);

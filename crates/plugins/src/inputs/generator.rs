@@ -77,15 +77,21 @@ impl Spec {
                 let first = batch.len();
                 codec.decode(line.as_bytes(), &mut batch);
                 for e in &mut batch[first..] {
-                    e.set(&self.sequence_field, Value::Int(sequence as i64));
+                    // As Logstash's generator: decorated, then the host unless the event
+                    // (or `add_field`) gives one, then the sequence.
+                    ctx.decorate(e);
                     self.stamp_host(e);
+                    e.set(&self.sequence_field, Value::Int(sequence as i64));
                 }
             }
             sequence += 1;
             if batch.len() >= push_at {
                 // The next batch gets its room at once rather than growing into it.
                 let next = Vec::with_capacity(push_at + self.lines.len());
-                if ctx.push(std::mem::replace(&mut batch, next)).is_err() {
+                if ctx
+                    .push_decorated(std::mem::replace(&mut batch, next))
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -95,9 +101,10 @@ impl Spec {
         let first = batch.len();
         codec.flush(&mut batch);
         for e in &mut batch[first..] {
+            ctx.decorate(e);
             self.stamp_host(e);
         }
-        let _ = ctx.push(batch);
+        let _ = ctx.push_decorated(batch);
     }
 
     /// The generating host, unless the event names one.

@@ -34,11 +34,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 impl Stdin {
     fn push(&self, ctx: &InputContext, mut events: Vec<Event>) -> bool {
         for e in &mut events {
+            // As Logstash's stdin: decorated first, so that `add_field` may set the host.
+            ctx.decorate(e);
             if e.get(&self.host_field).is_none() {
                 e.set(&self.host_field, Value::String(self.host.as_str().into()));
             }
         }
-        ctx.push(events).is_ok()
+        ctx.push_decorated(events).is_ok()
     }
 }
 
