@@ -836,3 +836,30 @@ fn input_add_field_appends_and_may_set_the_host() {
         assert_eq!(e["x"], serde_json::json!(["1", "2"]), "{input}: {e}");
     }
 }
+
+/// Issue 45: Logstash's json codec keeps a document's text in `[event][original]` in ECS mode
+/// when it makes one event (with `target` too), and not with ECS disabled nor for an array
+/// of several.
+#[test]
+fn json_codec_keeps_the_original_text_in_ecs_mode() {
+    let decode = |codec: &str, input: &str| -> Vec<serde_json::Value> {
+        let out = run_with_stdin(
+            &["-e", &format!("input {{ stdin {{ codec => {codec} }} }} output {{ stdout {{ codec => json_lines }} }}")],
+            input,
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let e = &decode(r#"json { target => "doc" }"#, r#"{"a":1}"#)[0];
+    assert_eq!(e["event"]["original"], r#"{"a":1}"#, "{e}");
+    assert_eq!(e["doc"]["a"], 1);
+    let e = &decode("json", r#"{"a":1}"#)[0];
+    assert_eq!(e["event"]["original"], r#"{"a":1}"#, "{e}");
+    let e = &decode("json { ecs_compatibility => disabled }", r#"{"a":1}"#)[0];
+    assert!(e.get("event").is_none(), "{e}");
+    let two = decode("json", r#"[{"a":1},{"a":2}]"#);
+    assert_eq!(two.len(), 2);
+    assert!(two.iter().all(|e| e.get("event").is_none()), "{two:?}");
+}
