@@ -655,3 +655,44 @@ fn copytruncate_under_a_fast_writer_loses_no_line() {
         run.log()
     );
 }
+
+/// Issue 45: with a persisted queue, the file input records its position after every push
+/// (what a push queued survives a kill), not only every `sincedb_write_interval` (15 s by
+/// default): a SIGKILL after every line was queued reads none of them again (before, a kill
+/// read up to 15 s of lines again: 40,000 duplicates in a rotation test).
+#[test]
+fn a_kill_after_lines_are_queued_reads_none_again() {
+    let dir = temp_dir("file-input", "sincedb-durable");
+    let log = dir.join("app.log");
+    let out = dir.join("out.log");
+    std::fs::write(&log, "").unwrap();
+    let config = format!(
+        r#"input {{ file {{ path => "{}" start_position => beginning stat_interval => "100 ms" }} }} {}"#,
+        log.display(),
+        output(&out)
+    );
+    let settings = format!(
+        "path.data: {}\nqueue.type: persisted\n",
+        dir.join("data").display()
+    );
+    let mut run = Run::start(&dir, &settings, &[], &config, Stdio::null(), Stdio::null());
+    run.wait_log("starting pipeline", 60);
+    let lines: Vec<String> = (0..3000).map(|i| format!("line-{i}")).collect();
+    for chunk in lines.chunks(300) {
+        append(&log, &(chunk.join("\n") + "\n"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let want: Vec<&str> = lines.iter().map(String::as_str).collect();
+    wait_for(&run, &out, &want, 60);
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("-KILL");
+    run.exit(10);
+    let mut run = Run::start(&dir, &settings, &[], &config, Stdio::null(), Stdio::null());
+    run.wait_log("starting pipeline", 60);
+    append(&log, "last\n");
+    let seen = wait_for(&run, &out, &["last"], 60);
+    run.signal("-TERM");
+    assert!(run.exit(20).success(), "{}", run.log());
+    let twice: Vec<_> = seen.iter().filter(|(_, &n)| n > 1).take(5).collect();
+    assert!(twice.is_empty(), "read again after the kill: {twice:?}");
+}

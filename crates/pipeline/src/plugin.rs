@@ -394,6 +394,13 @@ impl InputContext {
         }
     }
 
+    /// Whether a push, once it returns, survives the process being killed (a persisted queue:
+    /// the events are in its page files). An input that records its position in its source
+    /// can then record it after every push, instead of only now and then.
+    pub fn pushes_survive_a_kill(&self) -> bool {
+        self.queue.figures().kind == "persisted"
+    }
+
     /// The pipeline's batch size: how many events an input that makes events faster than it
     /// can push them should push at a time. The memory queue holds `workers × batch size`;
     /// pushing more than fits would leave the input waiting with the surplus instead of

@@ -29,7 +29,9 @@
 //!    returned are the files' positions advanced in the sincedb — to the end of the last line
 //!    whose event was pushed, or to the start of a record the codec still holds. A crash at
 //!    any moment therefore loses no line (what was read but not yet queued is read again).
-//!    The sincedb is written every `sincedb_write_interval` and at the end.
+//!    The sincedb is written every `sincedb_write_interval` and at the end; with a persisted
+//!    queue also after every push (unsynced: what a push queued survives a kill, so a killed
+//!    process reads again only lines it had not queued).
 //!
 //! In read mode a file's last line needs no delimiter, `.gz`/`.gzip` files are decompressed
 //! (their lines split at `\n`, `\r\n` or `\r`), and once every event of a file is queued the
@@ -133,6 +135,10 @@ struct State<'a> {
     open: usize,
     first_discovery: bool,
     last_sincedb_write: Instant,
+    /// The queue keeps what a push gave it through a kill (a persisted queue): positions
+    /// are written (unsynced) after every push, so a killed process reads again only what
+    /// it had not queued; the synced write stays every `sincedb_write_interval`.
+    record_every_push: bool,
     last_open_limit_warning: Option<Instant>,
     wakeups: Wakeups,
 }
@@ -481,8 +487,14 @@ impl State<'_> {
         if !self.events.is_empty() && self.ctx.push(std::mem::take(&mut self.events)).is_err() {
             return false;
         }
+        let moved = !self.pending.is_empty();
         for (key, (pos, path)) in self.pending.drain() {
             self.sincedb.set(key, pos, &path);
+        }
+        if moved && self.record_every_push {
+            if let Err(e) = self.sincedb.write_with(false) {
+                tracing::warn!(error = %e, "file input: cannot write the sincedb");
+            }
         }
         true
     }
@@ -661,6 +673,7 @@ impl Input for FileInput {
             open: 0,
             first_discovery: true,
             last_sincedb_write: Instant::now(),
+            record_every_push: ctx.pushes_survive_a_kill(),
             last_open_limit_warning: None,
             wakeups: Wakeups::new(),
         };

@@ -54,6 +54,8 @@ pub struct Sincedb {
     pub records: HashMap<Key, Record>,
     clean_after: Duration,
     dirty: bool,
+    /// The file on disk was written without a sync since the last synced write.
+    unsynced: bool,
 }
 
 pub fn now_secs() -> f64 {
@@ -138,6 +140,7 @@ impl Sincedb {
                 records: HashMap::new(),
                 clean_after,
                 dirty: false,
+                unsynced: false,
             });
         }
         if let Some(dir) = path.parent() {
@@ -157,6 +160,7 @@ impl Sincedb {
             records: parse(&text, now),
             clean_after,
             dirty: false,
+            unsynced: false,
         };
         db.expire(now);
         Ok(db)
@@ -193,22 +197,32 @@ impl Sincedb {
         self.dirty |= self.records.remove(key).is_some();
     }
 
-    /// Writes the records (when changed), atomically.
+    /// Writes the records (when changed), atomically and synced.
     pub fn write(&mut self) -> std::io::Result<()> {
+        self.write_with(true)
+    }
+
+    /// Writes the records (when changed), atomically; `sync`: and durably against a power
+    /// loss (without it, the file survives the process being killed, not the machine).
+    pub fn write_with(&mut self, sync: bool) -> std::io::Result<()> {
         self.expire(now_secs());
         let Some(path) = &self.file else {
             return Ok(());
         };
-        if !self.dirty {
+        // A synced write is due for changes, and for an unsynced write of them before.
+        if !self.dirty && !(sync && self.unsynced) {
             return Ok(());
         }
         let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(render(&self.records).as_bytes())?;
-        f.sync_data()?;
+        if sync {
+            f.sync_data()?;
+        }
         drop(f);
         std::fs::rename(&tmp, path)?;
         self.dirty = false;
+        self.unsynced = !sync;
         Ok(())
     }
 }
