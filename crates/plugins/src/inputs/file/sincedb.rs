@@ -210,7 +210,7 @@ impl Sincedb {
             return Ok(());
         };
         // A synced write is due for changes, and for an unsynced write of them before.
-        if !self.dirty && !(sync && self.unsynced) {
+        if !(self.dirty || sync && self.unsynced) {
             return Ok(());
         }
         let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
