@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml, dns, elapsed and throttle filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, anonymize, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml, dns, elapsed and throttle filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -1373,4 +1373,32 @@ fn throttle_counts_per_key_and_slot() {
     // a: 1st (< 2) and 4th, 5th (> 3) throttled; b's first too; a's next minute starts over.
     assert_eq!(throttled, [true, false, false, true, true, true, true]);
     assert!(err(r#"filter { throttle { } }"#).contains("key"));
+}
+
+/// `anonymize` (issue 45: Wikimedia's filters use it): an HMAC of each field's value with the
+/// key (hex), every element of an array, IPV4_NETWORK masks; absent fields are left alone,
+/// and `fields` and `key` are required.
+#[test]
+fn anonymize_replaces_values_with_keyed_hashes() {
+    let e = one(
+        r#"filter { anonymize { fields => ["m", "list", "absent"] algorithm => "MD5" key => "boringsalt" }
+                    anonymize { fields => ["ip"] algorithm => "IPV4_NETWORK" key => "16" } }"#,
+        json!({"m": "abc", "list": ["abc", "x"], "ip": "10.1.2.3"}),
+    );
+    // openssl dgst -md5 -hmac boringsalt <<< abc (without the newline)
+    assert_eq!(get(&e, "m"), v(json!("0c8436dcdc6d6fe7772c223498ff21d7")));
+    assert_eq!(
+        get(&e, "[list][0]"),
+        v(json!("0c8436dcdc6d6fe7772c223498ff21d7"))
+    );
+    assert_ne!(get(&e, "[list][1]"), v(json!("x")));
+    assert_eq!(get(&e, "ip"), v(json!("10.1.0.0")));
+    assert_eq!(get(&e, "absent"), None);
+    for bad in [
+        r#"filter { anonymize { key => "k" } }"#,
+        r#"filter { anonymize { fields => ["a"] } }"#,
+        r#"filter { anonymize { fields => ["a"] key => "k" algorithm => "SHA3" } }"#,
+    ] {
+        assert!(common::run_filters(bad, &[]).is_err(), "{bad}");
+    }
 }

@@ -176,6 +176,52 @@ fn digest<D: Digest + hmac::digest::core_api::BlockSizeUser>(
 }
 
 impl Fingerprint {
+    /// A hasher of single values for the `anonymize` filter: `algorithm` (SHA1, SHA256,
+    /// SHA384, SHA512, MD5: an HMAC with `key`, in hex; MURMUR3: 32 bits, as a number;
+    /// IPV4_NETWORK: `key` is the prefix length).
+    pub(crate) fn for_values(algorithm: &str, key: &str) -> Result<Fingerprint, String> {
+        let method = match algorithm {
+            "SHA1" => Method::Sha1,
+            "SHA256" => Method::Sha256,
+            "SHA384" => Method::Sha384,
+            "SHA512" => Method::Sha512,
+            "MD5" => Method::Md5,
+            "MURMUR3" => Method::Murmur3,
+            "IPV4_NETWORK" => Method::Ipv4Network,
+            other => {
+                return Err(format!(
+                    "expected one of SHA1, SHA256, SHA384, SHA512, MD5, MURMUR3, IPV4_NETWORK, got {other:?}"
+                ))
+            }
+        };
+        let prefix = match method {
+            Method::Ipv4Network => key
+                .trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|&p| p <= 32)
+                .ok_or_else(|| format!("key {key:?} is not a subnet prefix length"))?,
+            _ => 0,
+        };
+        Ok(Fingerprint {
+            method,
+            sources: Vec::new(),
+            sorted_sources: Vec::new(),
+            target: FieldRef::top_level("fingerprint"),
+            key: (method != Method::Murmur3).then(|| key.to_owned()),
+            prefix,
+            base64: false,
+            concatenate_sources: false,
+            concatenate_all_fields: false,
+            punctuation: regex::Regex::new(r"[^\p{P}\p{S}]").expect("a valid regex"),
+        })
+    }
+
+    /// The hash of one value (`None`: not an address, for IPV4_NETWORK).
+    pub(crate) fn hash_value(&self, v: &Value) -> Option<Value> {
+        self.of(v)
+    }
+
     fn encode(&self, bytes: &[u8]) -> Value {
         Value::String(
             if self.base64 {

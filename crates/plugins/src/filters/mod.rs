@@ -2,6 +2,7 @@
 
 pub mod age;
 pub mod aggregate;
+pub mod anonymize;
 pub mod bytes;
 pub mod cidr;
 pub mod clone;
