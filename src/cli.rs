@@ -115,6 +115,12 @@ pub struct TestArgs {
     #[arg(long = "add-missing-id")]
     pub add_missing_id: bool,
 
+    /// LFV 1.x files (no `input_plugin`): the events come as LFV's `--sockets` mode sends
+    /// them, through a unix input (which sets `host` and `path`; `path` is removed again
+    /// when a filter left it as it was), rather than through stdin (which sets `host`).
+    #[arg(long = "sockets")]
+    pub sockets: bool,
+
     /// Keep LFV's bookkeeping in the events: `__lfv_id`, `__lfv_out_passed`, `__lfv_` tags.
     #[arg(long = "debug")]
     pub debug: bool,

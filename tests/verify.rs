@@ -441,3 +441,104 @@ fn the_final_flush_runs_senders_before_receivers() {
     assert!(out.contains("Summary: ☑ All tests: 3/3"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// LFV 1.x files (no `input_plugin`): the config's inputs and outputs are dropped (plugins
+/// sluice lacks there do not matter), the lines go through the file's codec (json_lines: as
+/// Go rewrote them, `1.0` sent as `1`) with `fields` added as an input's `add_field` (values
+/// appended to a field the line has, a one-element list a scalar, nested objects as field
+/// references), inputs and expected events compared as two flat lists; `--sockets` gives the
+/// events a unix input's `path`, removed again when a filter left it. Mixed with an LFV 2
+/// file, the run is refused.
+#[test]
+fn lfv1_files_run_the_filters_alone_through_an_input_of_their_own() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-v1-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("pipeline.conf");
+    std::fs::write(
+        &config,
+        r#"input { no_such_input { port => 1 } }
+filter {
+  mutate { add_field => { "seen_path" => "%{[path]}" } }
+  if [n] == 1 { clone { clones => ["copy"] } }
+}
+output { no_such_output { } }
+"#,
+    )
+    .unwrap();
+    let v1 = dir.join("v1.yaml");
+    std::fs::write(
+        &v1,
+        r#"codec: json_lines
+fields:
+  host: h1
+  tags: [only]
+  labels: [a, b]
+  nested: { k: v }
+  "dotted.key": d
+ignore: ["@timestamp", "seen_path"]
+testcases:
+  - input:
+      - >
+        {"n": 1.0, "labels": "first", "message": "m"}
+  - expected:
+      - { n: 1, host: h1, tags: only, labels: [first, a, b], nested: { k: v }, dotted.key: d, message: m }
+  - expected:
+      - { n: 1, host: h1, tags: [only, copy], labels: [first, a, b], nested: { k: v }, dotted.key: d, message: m }
+"#,
+    )
+    .unwrap();
+    let (ok, out) = sluice_test(&["--config", config.to_str().unwrap(), v1.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(out.contains("Summary: ☑ All tests: 2/2"), "{out}");
+
+    // With --sockets the filters see the socket's path; it is gone from what is compared.
+    let paths = dir.join("paths.yaml");
+    std::fs::write(
+        &paths,
+        "fields: { host: h1 }\ninput: [x]\nexpected:\n  - { message: x, host: h1, seen_path: /tmp/sluice-test/socket }\nignore: ['@timestamp']\n",
+    )
+    .unwrap();
+    // (As Logstash 7 ran it: ECS disabled, so the path is `path`.)
+    let pipelines = dir.join("pipelines.yml");
+    std::fs::write(
+        &pipelines,
+        "- pipeline.id: main\n  path.config: pipeline.conf\n  pipeline.ecs_compatibility: disabled\n",
+    )
+    .unwrap();
+    let (ok, out) = sluice_test(&[
+        "--sockets",
+        "--pipelines",
+        pipelines.to_str().unwrap(),
+        paths.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}");
+    // Through stdin there is no path: the expectation fails, naming the field.
+    let (ok, out) = sluice_test(&[
+        "--pipelines",
+        pipelines.to_str().unwrap(),
+        paths.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("[seen_path]: expected \"/tmp/sluice-test/socket\""),
+        "{out}"
+    );
+
+    // An LFV 2 file beside them: refused, saying why.
+    let v2 = dir.join("v2.json");
+    std::fs::write(
+        &v2,
+        r#"{"input_plugin": "x", "testcases": [{"input": ["a"], "expected": [{"message": "a"}]}]}"#,
+    )
+    .unwrap();
+    let (ok, out) = sluice_test(&[
+        "--config",
+        config.to_str().unwrap(),
+        v1.to_str().unwrap(),
+        v2.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("is an LFV 1.x file"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

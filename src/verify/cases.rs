@@ -14,6 +14,11 @@
 //! a test case without `input` feeds one placeholder line whose `message` is removed, so that
 //! its event carries only the fields.
 //!
+//! A file without `input_plugin` is LFV 1.x's (standalone mode): `codec` (default `line`),
+//! `fields` (given through the input's `add_field`), `ignore`, and `input`/`expected` at the top
+//! and in each of `testcases`; all of a file's inputs then make one list and all its expected
+//! events another, compared in order (an item may hold only inputs or only events).
+//!
 //! sluice's own format (a file with `tests` where LFV's has `testcases`) is for what LFV
 //! makes awkward: an expected event lists only the fields it checks (LFV compares whole
 //! events, so every other field needs an `ignore`), `absent` names fields that must not be
@@ -42,6 +47,10 @@ pub const DUMMY_LINE: &str = "__lfv_dummy_event";
 pub enum Format {
     /// logstash-filter-verifier's: whole events compared, LFV's quirks kept.
     Lfv,
+    /// LFV 1.x's standalone files (no `input_plugin`): the configs' filters alone, fed
+    /// through an input LFV makes (the file's `codec`, its `fields` as `add_field`); every
+    /// event of the file compared in order with every expected one.
+    Lfv1,
     /// sluice's own: expected events list only the fields they check.
     Sluice,
 }
@@ -61,6 +70,10 @@ pub struct TestFile {
     pub export_metadata: bool,
     pub export_outputs: bool,
     pub cases: Vec<Case>,
+    /// LFV 1.x: `fields` as the generated input's `add_field` (key, value) pairs, as LFV
+    /// writes them (a nested object's keys as a field reference, an array's elements one
+    /// by one, every value a string).
+    pub add_field: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -257,6 +270,7 @@ fn parse_own(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
         export_metadata,
         export_outputs: false,
         cases,
+        add_field: Vec::new(),
     })
 }
 
@@ -316,6 +330,10 @@ fn own_case(t: &Map<String, Value>, global: &Map<String, Value>) -> Result<Case,
 }
 
 fn parse(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
+    let v1 = doc.get("input_plugin").is_none_or(Value::is_null);
+    if v1 {
+        return parse_v1(path, doc);
+    }
     for key in doc.keys() {
         if key == "input" || key == "expected" {
             return Err(format!(
@@ -398,7 +416,159 @@ fn parse(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
         export_metadata: flag("export_metadata")?,
         export_outputs: flag("export_outputs")?,
         cases,
+        add_field: Vec::new(),
     })
+}
+
+const V1_FILE_KEYS: &[&str] = &[
+    "codec",
+    "ignore",
+    "fields",
+    "input",
+    "expected",
+    "testcases",
+];
+const V1_CASE_KEYS: &[&str] = &["input", "expected", "description"];
+
+/// An LFV 1.x file (standalone mode, no `input_plugin`): the top-level `input` and `expected`
+/// first, then each of `testcases`' (an item may hold only one of them: the file's inputs
+/// and expected events are compared as two lists, in order).
+fn parse_v1(path: &Path, doc: Map<String, Value>) -> Result<TestFile, String> {
+    if let Some(key) = doc.keys().find(|k| !V1_FILE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key {key:?} (known in a file without \"input_plugin\", LFV 1.x's: {}; LFV 2's files name an \"input_plugin\")",
+            V1_FILE_KEYS.join(", ")
+        ));
+    }
+    let codec = match doc.get("codec") {
+        None | Some(Value::Null) => "line".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => return Err(format!("\"codec\" must be a string, not {other}")),
+    };
+    let ignore = match doc.get("ignore") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => strings("ignore", v, false)?,
+    };
+    let add_field = match doc.get("fields") {
+        None => Vec::new(),
+        Some(Value::Null) => return Err("\"fields\" must not be null".to_owned()),
+        Some(Value::Object(m)) => {
+            let mut out = Vec::new();
+            v1_add_field("", m, &mut out)?;
+            // LFV writes the entries sorted; a list's elements stay in their order.
+            out.sort_by(|a, b| a.0.cmp(&b.0));
+            out
+        }
+        Some(other) => return Err(format!("\"fields\" must be an object, not {other}")),
+    };
+    let lines = |v: Option<&Value>, at: &str| -> Result<Vec<String>, String> {
+        match v {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(v) => strings(at, v, false),
+        }
+    };
+    let events = |v: Option<&Value>, at: &str| -> Result<Vec<Value>, String> {
+        match v {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, e)| match e {
+                    Value::Object(m) => Ok(Value::Object(expand(m))),
+                    _ => Err(format!("{at}[{i}] must be an object (an event)")),
+                })
+                .collect(),
+            Some(other) => Err(format!("{at:?} must be a list of events, not {other}")),
+        }
+    };
+    let case = |c: &Map<String, Value>, at: &str| -> Result<Case, String> {
+        Ok(Case {
+            description: c.get("description").and_then(|d| match d {
+                Value::Null => None,
+                Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            }),
+            lines: lines(c.get("input"), "input").map_err(|e| format!("{at}: {e}"))?,
+            fields: Map::new(),
+            expected: events(c.get("expected"), "expected").map_err(|e| format!("{at}: {e}"))?,
+            absent: Vec::new(),
+        })
+    };
+    let mut cases = vec![case(&doc, "the file's own input and expected")?];
+    match doc.get("testcases") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let Value::Object(c) = item else {
+                    return Err(format!("testcases[{i}] must be an object"));
+                };
+                if let Some(key) = c.keys().find(|k| !V1_CASE_KEYS.contains(&k.as_str())) {
+                    return Err(format!(
+                        "testcases[{i}]: unknown key {key:?} (known: {})",
+                        V1_CASE_KEYS.join(", ")
+                    ));
+                }
+                cases.push(case(c, &format!("testcases[{i}]"))?);
+            }
+        }
+        Some(other) => return Err(format!("\"testcases\" must be a list, not {other}")),
+    }
+    cases.retain(|c| !c.lines.is_empty() || !c.expected.is_empty());
+    Ok(TestFile {
+        name: file_name(path),
+        format: Format::Lfv1,
+        input_plugin: String::new(),
+        codec,
+        ignore,
+        export_metadata: false,
+        export_outputs: false,
+        cases,
+        add_field,
+    })
+}
+
+/// LFV 1.x's `fields` as the `add_field` pairs it writes: a nested object's keys as a field
+/// reference (`[a][b]`), an array's elements one by one (Logstash then appends them), every
+/// value as its text; objects inside arrays are refused, as LFV refuses them.
+fn v1_add_field(
+    prefix: &str,
+    m: &Map<String, Value>,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    for (k, v) in m {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}[{k}]")
+        };
+        let nested_key = || {
+            if prefix.is_empty() {
+                format!("[{k}]")
+            } else {
+                key.clone()
+            }
+        };
+        match v {
+            Value::Object(inner) => v1_add_field(&nested_key(), inner, out)?,
+            Value::Array(items) => {
+                for item in items {
+                    match item {
+                        Value::Object(_) => {
+                            return Err(format!(
+                                "fields: {key:?} holds objects inside a list, which LFV does not support"
+                            ))
+                        }
+                        Value::String(s) => out.push((key.clone(), s.clone())),
+                        other => out.push((key.clone(), other.to_string())),
+                    }
+                }
+            }
+            Value::String(s) => out.push((key, s.clone())),
+            Value::Null => out.push((key, String::new())),
+            other => out.push((key, other.to_string())),
+        }
+    }
+    Ok(())
 }
 
 fn parse_case(c: &Map<String, Value>, global: &Map<String, Value>) -> Result<Case, String> {
@@ -566,6 +736,41 @@ mod tests {
     }
 
     #[test]
+    fn lfv1_files_are_flat_lists_with_fields_as_add_field() {
+        let doc = json!({
+            "codec": "json_lines",
+            "fields": {"z": 1, "tags": ["b", "a"], "n": {"k": {"j": true}}, "a.b": "x"},
+            "input": ["top"],
+            "testcases": [{"input": ["one"]}, {"expected": [{"[a][b]": 1}]}, {}]
+        });
+        let Value::Object(doc) = doc else {
+            unreachable!()
+        };
+        let f = parse(Path::new("t.yaml"), doc).unwrap();
+        assert_eq!(f.format, Format::Lfv1);
+        // Sorted by key; a list's elements in their order; nested keys as references.
+        let pairs: Vec<(&str, &str)> = f
+            .add_field
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("[n][k][j]", "true"),
+                ("a.b", "x"),
+                ("tags", "b"),
+                ("tags", "a"),
+                ("z", "1")
+            ]
+        );
+        // The file's own input first, then each item's; an empty item goes.
+        let lines: Vec<&[String]> = f.cases.iter().map(|c| &c.lines[..]).collect();
+        assert_eq!(lines, [&["top".to_owned()][..], &["one".to_owned()], &[]]);
+        assert_eq!(f.cases[2].expected, [json!({"a": {"b": 1}})]);
+    }
+
+    #[test]
     fn mistakes_are_named() {
         let check = |doc: Value, want: &str| {
             let Value::Object(doc) = doc else {
@@ -574,7 +779,18 @@ mod tests {
             let e = parse(Path::new("t.json"), doc).unwrap_err();
             assert!(e.contains(want), "{e}");
         };
-        check(json!({"testcases": []}), "\"input_plugin\" is required");
+        check(json!({"input_plugin": ""}), "\"input_plugin\" is required");
+        // Without input_plugin: LFV 1.x's keys only.
+        check(json!({"inputs": []}), "unknown key \"inputs\"");
+        check(json!({"fields": null}), "\"fields\" must not be null");
+        check(
+            json!({"testcases": [{"fields": {}}]}),
+            "testcases[0]: unknown key \"fields\"",
+        );
+        check(
+            json!({"fields": {"a": [{"b": 1}]}}),
+            "objects inside a list",
+        );
         check(json!({"input_plugin": "i", "input": ["x"]}), "old format");
         check(
             json!({"input_plugin": "i", "inputs": []}),

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::cases::{bracket_parts, TestFile};
+use super::cases::{bracket_parts, Format, TestFile};
 use super::run::Collected;
 
 /// LFV's name for an output id in `__lfv_out_passed`: letters and digits kept, the rest `_`.
@@ -24,6 +24,7 @@ pub fn actual(
     file: &TestFile,
     collected: Vec<Collected>,
     debug: bool,
+    sockets: bool,
 ) -> Result<Vec<Value>, String> {
     let mut rows: Vec<(u64, String, Value, Map<String, Value>)> = Vec::new();
     for c in collected {
@@ -47,6 +48,9 @@ pub fn actual(
     rows.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     let mut ignore: Vec<&str> = file.ignore.iter().map(String::as_str).collect();
     ignore.push("@version");
+    // LFV 1.x's `--sockets`: the unix input's `path`, where a filter left it.
+    let socket = (file.format == Format::Lfv1 && sockets)
+        .then(|| Value::String(super::setup::SOCKET_PATH.to_owned()));
     Ok(rows
         .into_iter()
         .map(|(id, out, doc, meta)| {
@@ -76,6 +80,9 @@ pub fn actual(
                         doc.remove("tags");
                     }
                 }
+            }
+            if socket.is_some() && doc.get("path") == socket.as_ref() {
+                doc.remove("path");
             }
             for field in &ignore {
                 match bracket_parts(field) {

@@ -2,7 +2,8 @@
 //! format, run in-process in milliseconds.
 //!
 //! Data flow: [`setup`] reads the pipelines (one config, or a `pipelines.yml`), applies LFV's
-//! plugin mocks and rewrites inputs into taps and outputs into collectors; for each test-case
+//! plugin mocks and rewrites inputs into taps and outputs into collectors (LFV 1.x files:
+//! the configs' inputs and outputs give way to one tap and one collector); for each test-case
 //! file ([`cases`]) [`run`] feeds its lines through the tapped input's codec and the
 //! pipelines' filters, following `pipeline` outputs to the pipelines listening on them; and
 //! [`compare`] orders and cleans what the collectors got as LFV does and compares it, event by
@@ -51,14 +52,33 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
     // need no plugin ids.
     let files: Vec<(&std::path::PathBuf, Result<cases::TestFile, String>)> =
         paths.iter().map(|p| (p, cases::load(p))).collect();
-    let all_sluice = files
-        .iter()
-        .all(|(_, f)| f.as_ref().is_ok_and(|f| f.format == cases::Format::Sluice));
+    let all = |format: cases::Format| {
+        files
+            .iter()
+            .all(|(_, f)| f.as_ref().is_ok_and(|f| f.format == format))
+    };
+    let (all_sluice, standalone) = (all(cases::Format::Sluice), all(cases::Format::Lfv1));
+    // LFV 1.x's files run the configs' filters alone, through an input of their own: they
+    // cannot run with files that name one of the configs' inputs.
+    if !standalone {
+        if let Some((path, _)) = files
+            .iter()
+            .find(|(_, f)| f.as_ref().is_ok_and(|f| f.format == cases::Format::Lfv1))
+        {
+            return Err(format!(
+                "sluice test: {} is an LFV 1.x file (no \"input_plugin\": the filters run \
+                 alone), the others name the config's inputs (LFV 2): run them separately",
+                path.display()
+            ));
+        }
+    }
     let harness = setup::Harness::build(&setup::Source {
         config: args.config.as_deref(),
         pipelines: args.pipelines.as_deref(),
         mock: args.mock.as_deref(),
-        add_missing_id: args.add_missing_id || all_sluice,
+        add_missing_id: args.add_missing_id || all_sluice || standalone,
+        standalone,
+        sockets: args.sockets,
     })?;
     let mut results = Vec::new();
     let mut report = String::new();
@@ -81,7 +101,7 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
             let collected = run::Run::new(&harness)
                 .and_then(|r| r.feed(tap, &file))
                 .map_err(at)?;
-            let actual = compare::actual(&file, collected, args.debug).map_err(at)?;
+            let actual = compare::actual(&file, collected, args.debug, args.sockets).map_err(at)?;
             Ok(judge(&file, &actual))
         })()
         .unwrap_or_else(|e| {
@@ -178,7 +198,7 @@ fn judge(file: &cases::TestFile, actual: &[serde_json::Value]) -> Vec<Outcome> {
                 None => format!("Comparing message {} of {n} from {}", i + 1, file.name),
             };
             let failure = match file.format {
-                cases::Format::Lfv => (!compare::same(e, a))
+                cases::Format::Lfv | cases::Format::Lfv1 => (!compare::same(e, a))
                     .then(|| paths_and_diff(compare::changed_paths(e, a), e, a)),
                 cases::Format::Sluice => partial_failure(e, &case.absent, a),
             };

@@ -5,9 +5,9 @@
 //! `pipeline` output go on, as copies, to the pipelines listening on its addresses. At the end
 //! the filters' final flush (aggregate and the like) goes the same way.
 
-use sluice_event::{Event, FieldRef, Value};
+use sluice_event::{Event, FieldRef, Template, Value};
 use sluice_pipeline::graph::{self, FilterChain};
-use sluice_pipeline::plugin::InputDecoration;
+use sluice_pipeline::plugin::{add_fields, InputDecoration};
 
 use super::cases::{bracket_parts, expand, Format, TestFile, DUMMY_LINE};
 use super::setup::{Harness, Sink, Tap};
@@ -51,9 +51,14 @@ impl<'h> Run<'h> {
 
     /// Feeds the file's lines through `tap` and returns what the collectors got.
     pub fn feed(mut self, tap: &Tap, file: &TestFile) -> Result<Vec<Collected>, String> {
+        // LFV 1.x makes the input itself, with the file's codec.
+        let codec_ast = match file.format {
+            Format::Lfv1 => v1_codec(&file.codec)?,
+            _ => tap.codec.clone(),
+        };
         let mut codec = self.h.stages[tap.stage]
             .registry
-            .build_codec(&tap.codec.source, &tap.codec)
+            .build_codec(&codec_ast.source, &codec_ast)
             .map_err(|e| format!("input {:?}: {e}", tap.id))?;
         let mut events = Vec::new();
         let mut fields = Vec::new();
@@ -61,11 +66,12 @@ impl<'h> Run<'h> {
             for line in &case.lines {
                 let line = match file.format {
                     Format::Lfv => lfv_line(line, &file.codec),
+                    Format::Lfv1 => v1_line(line, &file.codec)?,
                     Format::Sluice => line.clone(),
                 };
                 // Logstash's plain codec makes an event of an empty chunk too; sluice's
                 // does so for a line (a stream's empty read is no event).
-                if line.is_empty() && tap.codec.name == "plain" {
+                if line.is_empty() && codec_ast.name == "plain" {
                     codec.decode_line(b"", &mut events);
                 } else {
                     codec.decode(line.as_bytes(), &mut events);
@@ -75,6 +81,53 @@ impl<'h> Run<'h> {
         }
         codec.flush(&mut events);
         let id_ref = FieldRef::parse("[@metadata][__lfv_id]").expect("a valid reference");
+        if file.format == Format::Lfv1 {
+            // LFV 1.x's input: `fields` as its `add_field`, then what the input sets unless
+            // the event has it: stdin the host; a unix input (`--sockets`) the host and the
+            // socket's path.
+            let add: Vec<(Template, Template)> = file
+                .add_field
+                .iter()
+                .map(|(k, v)| (Template::parse(k), Template::parse(v)))
+                .collect();
+            let ecs = self.h.stages[tap.stage].registry.ecs_compatibility() != Some("disabled");
+            let name = Value::String(sluice_pipeline::hostname().into());
+            let socket = Value::String(super::setup::SOCKET_PATH.into());
+            let mut sets = vec![(
+                match (ecs, self.h.sockets) {
+                    (false, _) => "host",
+                    (true, true) => "[host][name]",
+                    (true, false) => "[host][hostname]",
+                },
+                name,
+            )];
+            if self.h.sockets {
+                sets.push((if ecs { "[file][path]" } else { "path" }, socket));
+            }
+            let sets: Vec<(FieldRef, Value)> = sets
+                .into_iter()
+                .map(|(f, v)| (FieldRef::parse(f).expect("a valid reference"), v))
+                .collect();
+            for (i, e) in events.iter_mut().enumerate() {
+                e.set(&id_ref, Value::String(i.to_string().into()));
+                add_fields(e, &add);
+                for (field, value) in &sets {
+                    // Not over a field the event has, nor through a parent that is no hash.
+                    let parent_ok = match field.segments() {
+                        [first, _, ..] => matches!(
+                            e.get(&FieldRef::top_level(first)),
+                            None | Some(Value::Object(_))
+                        ),
+                        _ => true,
+                    };
+                    if parent_ok && e.get(field).is_none() {
+                        e.set(field, value.clone());
+                    }
+                }
+            }
+            self.deliver(tap.stage, events, 0)?;
+            return self.final_flush();
+        }
         for (i, e) in events.iter_mut().enumerate() {
             e.set(&id_ref, Value::String(i.to_string().into()));
             match fields.get(i) {
@@ -93,6 +146,11 @@ impl<'h> Run<'h> {
             tap.decoration.apply(e);
         }
         self.deliver(tap.stage, events, 0)?;
+        self.final_flush()
+    }
+
+    /// The final flush, then what the collectors got.
+    fn final_flush(mut self) -> Result<Vec<Collected>, String> {
         // The final flush, senders before receivers (what a sender's flush releases meets the
         // receiver's filters before they flush), again while anything is released.
         for _ in 0..=MAX_HOPS {
@@ -223,6 +281,81 @@ fn lfv_line(line: &str, codec: &str) -> String {
         prev = Some(c);
     }
     out
+}
+
+/// The codec LFV 1.x writes into its input (`codec => <the file's codec>`), as a plugin.
+fn v1_codec(codec: &str) -> Result<sluice_config::Plugin, String> {
+    // Logstash's stdin input reads `plain` as `line` and `json` as `json_lines`.
+    let codec = match codec {
+        "plain" => "line",
+        "json" => "json_lines",
+        other => other,
+    };
+    let text = format!("input {{ stdin {{ codec => {codec} }} }}");
+    let config = sluice_config::parse("the test file's codec", &text)
+        .map_err(|e| format!("codec {codec:?}: {e}"))?;
+    config
+        .sections
+        .first()
+        .and_then(|s| s.body.first())
+        .and_then(|st| match st {
+            sluice_config::Statement::Plugin(p) => p.attributes.first(),
+            _ => None,
+        })
+        .and_then(|a| match &a.value {
+            sluice_config::Value::Plugin(p) => Some(p.clone()),
+            sluice_config::Value::String(s) | sluice_config::Value::Bareword(s) => {
+                Some(sluice_config::Plugin {
+                    name: s.clone(),
+                    span: a.span,
+                    attributes: Vec::new(),
+                    source: "the test file's codec".to_owned(),
+                })
+            }
+            _ => None,
+        })
+        .ok_or_else(|| format!("codec {codec:?} is not a codec"))
+}
+
+/// A test line as LFV 1.x sends it: with the `json_lines` codec, parsed and written again as
+/// Go writes JSON (one compact line; numbers through a float64, so `1.0` goes as `1`; field
+/// references in keys made nested); any other codec gets the line as it is. Each line ends
+/// with a newline, as LFV writes it to the input.
+fn v1_line(line: &str, codec: &str) -> Result<String, String> {
+    if codec != "json_lines" {
+        return Ok(format!("{line}\n"));
+    }
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(m)) => Ok(go_json(&serde_json::Value::Object(expand(&m))) + "\n"),
+        _ => Err(format!(
+            "an input line is not a JSON object, which LFV 1.x needs with codec json_lines: {line:?}"
+        )),
+    }
+}
+
+/// `v` as Go's encoding/json writes a value decoded into `interface{}`: numbers are float64
+/// (integral ones below 1e21 written as integers).
+fn go_json(v: &serde_json::Value) -> String {
+    fn norm(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Number(n) => {
+                let f = n.as_f64().unwrap_or(0.0);
+                // Integral and within i64 (Go writes any below 1e21 without an exponent;
+                // larger ones stay floats here, equal in value).
+                if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                    serde_json::json!(f as i64)
+                } else {
+                    serde_json::json!(f)
+                }
+            }
+            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(norm).collect()),
+            serde_json::Value::Object(m) => {
+                serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), norm(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    norm(v).to_string()
 }
 
 #[cfg(test)]

@@ -7,6 +7,10 @@
 //! Only filters are built for real, so a config that names an output or input plugin sluice
 //! does not have still runs its filters; an unknown filter (or the tapped input's codec) is an
 //! error naming it.
+//!
+//! LFV 1.x's files (standalone mode) run the filters alone: the config's input and output
+//! sections are removed and one tap and one collector of the harness's own take their place
+//! (the tap's codec and fields then come from each test file).
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +58,8 @@ pub struct Harness {
     /// Logstash stops senders first), so that what a sender's flush releases still meets the
     /// receiver's filters before they flush.
     pub flush_order: Vec<usize>,
+    /// LFV 1.x's `--sockets` (see [`Source::sockets`]).
+    pub sockets: bool,
 }
 
 /// What `sluice test` was told about the config.
@@ -66,6 +72,11 @@ pub struct Source<'a> {
     /// Plugins without an `id` are named as sluice names them; otherwise they are an error
     /// (LFV's `--add-missing-id`).
     pub add_missing_id: bool,
+    /// LFV 1.x's standalone mode: the configs' inputs and outputs are removed and one
+    /// pipeline of their filters runs between an input and an output of the harness's own.
+    pub standalone: bool,
+    /// LFV 1.x's `--sockets`: standalone events come through a unix input, not stdin.
+    pub sockets: bool,
 }
 
 const TAP_PREFIX: &str = "__sluice_test_input_";
@@ -80,11 +91,24 @@ impl Harness {
         let plugins = sluice_plugins::registry();
         let mut stages = Vec::new();
         let mut taps = Vec::new();
+        let mut loaded = load_configs(src)?;
+        if src.standalone {
+            if loaded.len() > 1 {
+                return Err(format!(
+                    "LFV 1.x test files (no \"input_plugin\") run one pipeline's filters; \
+                     the pipelines file names {}",
+                    loaded.len()
+                ));
+            }
+            for l in &mut loaded {
+                standalone(&mut l.config);
+            }
+        }
         for Loaded {
             id,
             mut config,
             ecs_compatibility,
-        } in load_configs(src)?
+        } in loaded
         {
             let mut registry = plugins.clone();
             registry.set_ecs_compatibility(ecs_compatibility);
@@ -149,6 +173,7 @@ impl Harness {
             stages,
             taps,
             flush_order,
+            sockets: src.sockets,
         })
     }
 
@@ -176,6 +201,26 @@ impl Harness {
             )
         })
     }
+}
+
+/// The input LFV 1.x files' events enter through (see [`standalone`]).
+pub const STANDALONE_INPUT: &str = "__lfv1_input";
+
+/// The `path` LFV 1.x's unix input (`--sockets`) gives its events.
+pub const SOCKET_PATH: &str = "/tmp/sluice-test/socket";
+
+/// LFV 1.x's rewrite: the config's inputs and outputs removed, one input and one output
+/// added (the input's codec and fields come from each test file).
+fn standalone(config: &mut Config) {
+    config
+        .sections
+        .retain(|s| matches!(s.kind, SectionKind::Filter));
+    let ends = format!(
+        "input {{ stdin {{ id => \"{STANDALONE_INPUT}\" }} }}\noutput {{ null {{ id => \"__lfv1_output\" }} }}"
+    );
+    let ends = sluice_config::parse("LFV 1.x's input and output", &ends)
+        .expect("the harness's own input and output parse");
+    config.sections.extend(ends.sections);
 }
 
 /// The pipelines in an order where each comes after those whose `pipeline` outputs reach it

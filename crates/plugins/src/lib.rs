@@ -64,6 +64,7 @@ pub fn registry() -> Registry {
     r.add_filter("split", filters::split::build);
     r.add_filter("fingerprint", filters::fingerprint::build);
     r.add_filter("anonymize", filters::anonymize::build);
+    r.add_filter("logfmt", filters::logfmt::build);
     r.add_filter("urldecode", filters::urldecode::build);
     r.add_filter("json_encode", filters::json_encode::build);
     r.add_filter("uuid", filters::uuid::build);

@@ -1,4 +1,4 @@
-//! Behaviour of the csv, split, fingerprint, anonymize, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml, dns, elapsed and throttle filters (cases from the plugins' specs, and Ruby's
+//! Behaviour of the csv, split, fingerprint, anonymize, logfmt, urldecode, json_encode, uuid, truncate, de_dot, prune, translate, bytes, age, environment, sleep, cidr, tld, xml, dns, elapsed and throttle filters (cases from the plugins' specs, and Ruby's
 //! reading of bad CSV lines), and their option errors.
 
 mod common;
@@ -1401,4 +1401,37 @@ fn anonymize_replaces_values_with_keyed_hashes() {
     ] {
         assert!(common::run_filters(bad, &[]).is_err(), "{bad}");
     }
+}
+
+/// `logfmt` (issue 45: Wikimedia's filters use it): the pairs under `target` (numbers as
+/// numbers, bare keys true, dotted keys nested), the common options on a match; a line
+/// without a `level` is left alone (no add_tag); `remove_source` nulls the source; `source`
+/// is required.
+#[test]
+fn logfmt_parses_pairs_of_lines_with_a_level() {
+    let e = one(
+        r#"filter { logfmt { source => "message" target => "labels" add_tag => ["parsed"] } }"#,
+        json!({"message": r#"t=2023 level=info msg="Request \"done\"" status=400 referer= req.path=/a"#}),
+    );
+    assert_eq!(
+        get(&e, "labels"),
+        v(
+            json!({"t": 2023, "level": "info", "msg": "Request \"done\"", "status": 400,
+                 "referer": true, "req": {"path": "/a"}})
+        )
+    );
+    assert_eq!(tags(&e), ["parsed"]);
+    let e = one(
+        r#"filter { logfmt { source => "message" add_tag => ["parsed"] } }"#,
+        json!({"message": "msg=no_level here"}),
+    );
+    assert_eq!(get(&e, "logfmt"), None);
+    assert!(tags(&e).is_empty());
+    let e = one(
+        r#"filter { logfmt { source => "m" remove_source => true } }"#,
+        json!({"m": "level=warn"}),
+    );
+    assert_eq!(get(&e, "[logfmt][level]"), v(json!("warn")));
+    assert_eq!(get(&e, "m"), v(json!(null)));
+    assert!(err(r#"filter { logfmt { } }"#).contains("source"));
 }

@@ -20,6 +20,7 @@ pub mod grok;
 pub mod json;
 pub mod json_encode;
 pub mod kv;
+pub mod logfmt;
 pub mod metrics;
 pub mod mutate;
 pub mod prune;
