@@ -115,6 +115,11 @@ pub struct TestArgs {
     #[arg(long = "add-missing-id")]
     pub add_missing_id: bool,
 
+    /// A logstash-tester suite directory (`config/filter`, `config/pattern`, `test/filters`,
+    /// `test/patterns`): runs its filter and pattern tests as that tool's rspec runner does.
+    #[arg(long = "logstash-tester", value_name = "DIR", conflicts_with_all = ["config", "pipelines", "mock", "testcases"])]
+    pub logstash_tester: Option<std::path::PathBuf>,
+
     /// LFV 1.x files (no `input_plugin`): the events come as LFV's `--sockets` mode sends
     /// them, through a unix input (which sets `host` and `path`; `path` is removed again
     /// when a filter left it as it was), rather than through stdin (which sets `host`).

@@ -256,3 +256,22 @@ fn wikimedia_lfv1_suite() {
     assert_eq!(failed, expected, "{}", report.text);
     assert_eq!(report.passed, 89 - cannot.len());
 }
+
+/// kkaempf/logstash-tester (openSUSE branch): two logstash-tester suites (zypper, spacewalk),
+/// 36 filter cases and 40 grok pattern cases, written for Logstash 5.4; run as that tool's
+/// rspec runner checks them. All pass.
+#[test]
+fn logstash_tester_suites() {
+    let Some(root) = usertests() else { return };
+    let repo = root.join("kkaempf+logstash-tester");
+    let mut total = 0;
+    for (suite, cases) in [("zypper", 6), ("spacewalk", 70)] {
+        let dir = repo.join(suite);
+        let report = sluice_test(&["--logstash-tester", dir.to_str().unwrap()], &[]);
+        assert_eq!(report.total, cases, "{}", report.text);
+        assert!(report.failed.is_empty(), "{}", report.text);
+        assert_eq!(report.passed, cases);
+        total += cases;
+    }
+    assert_eq!(total, 76);
+}

@@ -542,3 +542,85 @@ testcases:
     assert!(out.contains("is an LFV 1.x file"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// logstash-tester's rules on a suite of our own: a filter case's top-level keys (minus
+/// `ignore`) must be exactly `out`'s and values read the same as Ruby text (`200` equals
+/// `"200"`, `1` does not equal `1.0`); only the first event out counts; a pattern case is
+/// grok `%{NAME}` with the suite's patterns, its captures (plus `tags`) exactly `out`'s and
+/// type-strict. Each case passes or fails on its own, named `<file>#<i>`.
+#[test]
+fn logstash_tester_suites_follow_that_tools_rules() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-lt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for d in [
+        "config/filter",
+        "config/pattern",
+        "test/filters/a",
+        "test/patterns/p",
+    ] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(
+        dir.join("config/filter/filter.conf"),
+        r#"input { stdin {} }
+filter {
+  grok { patterns_dir => ["."] match => { "message" => "%{PAIR}" } }
+  mutate { convert => { "n" => "integer" } }
+  clone { clones => ["copy"] }
+}
+output { stdout {} }
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("config/pattern/pairs"),
+        "PAIR %{WORD:k}=%{NUMBER:n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("test/filters/a/a.json"),
+        r#"{"fields": {"type": "t"}, "ignore": ["@version", "@timestamp", "message"], "cases": [
+  {"in": "x=200", "out": {"type": "t", "k": "x", "n": "200"}},
+  {"in": "x=200", "out": {"type": "t", "k": "x", "n": 200.0}},
+  {"in": "x=200", "out": {"type": "t", "k": "x"}},
+  {"in": "x=200", "out": {"type": "t", "k": "x", "n": 200, "@version": "1"}}
+]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("test/patterns/p/p.json"),
+        r#"{"pattern": "PAIR", "cases": [
+  {"in": "a=1", "out": {"k": "a", "n": "1"}},
+  {"in": "a=1", "out": {"k": "a", "n": 1}},
+  {"in": "nothing", "out": {"tags": ["_grokparsefailure"]}}
+]}"#,
+    )
+    .unwrap();
+    let (ok, out) = sluice_test(&["--logstash-tester", dir.to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    for pass in ["a/a.json#0", "p/p.json#0", "p/p.json#2"] {
+        assert!(
+            out.contains(&format!("☑ filters/{pass}\n"))
+                || out.contains(&format!("☑ patterns/{pass}\n")),
+            "{pass}: {out}"
+        );
+    }
+    assert!(
+        out.contains("☐ filters/a/a.json#1:\n  [n]: expected \"200.0\", got \"200\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("☐ filters/a/a.json#2:\n  [n]: not expected"),
+        "{out}"
+    );
+    assert!(
+        out.contains("☐ filters/a/a.json#3:\n  [@version]: missing"),
+        "{out}"
+    );
+    assert!(
+        out.contains("☐ patterns/p/p.json#1:\n  [n]: expected 1, got \"1\""),
+        "{out}"
+    );
+    assert!(out.contains("Summary: ☐ All tests: 3/7"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,12 +11,13 @@
 //! failure: the changed paths, then the two events as JSON); `--junit` writes the same as
 //! JUnit XML. Any failure makes the command fail (exit 1). Test files in sluice's own format
 //! (see [`cases`]) check only the fields they list and are found beside the config when no
-//! test file is named.
+//! test file is named. logstash-tester suites run through [`tester`], with that tool's rules.
 
 pub mod cases;
 pub mod compare;
 pub mod run;
 pub mod setup;
+pub mod tester;
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -24,20 +25,26 @@ use std::time::Instant;
 use crate::cli::TestArgs;
 
 /// One comparison: the i-th event of a file.
-struct Outcome {
-    name: String,
+pub(crate) struct Outcome {
+    pub name: String,
     /// Why it failed, if it did.
-    failure: Option<String>,
+    pub failure: Option<String>,
 }
 
-struct FileResult {
-    name: String,
-    outcomes: Vec<Outcome>,
-    seconds: f64,
+pub(crate) struct FileResult {
+    pub name: String,
+    pub outcomes: Vec<Outcome>,
+    pub seconds: f64,
 }
 
 pub fn test_command(args: &TestArgs) -> Result<(), String> {
     let started = Instant::now();
+    if let Some(dir) = &args.logstash_tester {
+        // The runner's container ran in UTC: a date filter without a zone reads UTC.
+        std::env::set_var("TZ", "UTC");
+        let results = tester::run(dir)?;
+        return finish(&results, started, args.junit.as_deref());
+    }
     let paths =
         match (args.testcases.is_empty(), args.config.as_deref()) {
             (false, _) => cases::find(&args.testcases)?,
@@ -72,6 +79,10 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
             ));
         }
     }
+    if standalone {
+        // LFV 1.x runs Logstash with TZ=UTC: a date filter without a zone reads UTC.
+        std::env::set_var("TZ", "UTC");
+    }
     let harness = setup::Harness::build(&setup::Source {
         config: args.config.as_deref(),
         pipelines: args.pipelines.as_deref(),
@@ -81,7 +92,6 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
         sockets: args.sockets,
     })?;
     let mut results = Vec::new();
-    let mut report = String::new();
     for (path, file) in files {
         let t = Instant::now();
         let name = path.file_name().map_or_else(
@@ -110,18 +120,28 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
                 failure: Some(format!("  error: {e}")),
             }]
         });
-        for o in &outcomes {
-            match &o.failure {
-                None => writeln!(report, "☑ {}", o.name),
-                Some(why) => writeln!(report, "☐ {}:\n{why}", o.name),
-            }
-            .expect("writing to a String");
-        }
         results.push(FileResult {
             name,
             outcomes,
             seconds: t.elapsed().as_secs_f64(),
         });
+    }
+    finish(&results, started, args.junit.as_deref())
+}
+
+/// Prints each comparison and the summary (and writes `--junit`); fails if any failed.
+fn finish(
+    results: &[FileResult],
+    started: Instant,
+    junit: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let mut report = String::new();
+    for o in results.iter().flat_map(|r| &r.outcomes) {
+        match &o.failure {
+            None => writeln!(report, "☑ {}", o.name),
+            Some(why) => writeln!(report, "☐ {}:\n{why}", o.name),
+        }
+        .expect("writing to a String");
     }
     let ok = |r: &FileResult| r.outcomes.iter().filter(|o| o.failure.is_none()).count();
     let total: usize = results.iter().map(|r| r.outcomes.len()).sum();
@@ -146,8 +166,8 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
         );
     }
     print!("{report}");
-    if let Some(path) = &args.junit {
-        std::fs::write(path, junit(&results))
+    if let Some(path) = junit {
+        std::fs::write(path, junit_xml(results))
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     if passed == total {
@@ -270,7 +290,7 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// JUnit XML: a test suite per file, a test case per comparison.
-fn junit(results: &[FileResult]) -> String {
+fn junit_xml(results: &[FileResult]) -> String {
     let total: usize = results.iter().map(|r| r.outcomes.len()).sum();
     let failures = |r: &FileResult| r.outcomes.iter().filter(|o| o.failure.is_some()).count();
     let failed: usize = results.iter().map(failures).sum();
