@@ -338,6 +338,18 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
             ps.workers
         ));
     }
+    // As Logstash: `auto` (the default) orders only when `pipeline.workers: 1` is set.
+    ps.ordered = match o.ordered.as_deref() {
+        Some("true") => true,
+        Some("false") => false,
+        _ => o.workers == Some(1),
+    };
+    if ps.ordered {
+        tracing::info!(
+            pipeline = %id,
+            "pipeline.ordered: events keep their order, each going through the filters alone (pipeline.ordered: false lets batches through whole)"
+        );
+    }
     Ok(ps)
 }
 

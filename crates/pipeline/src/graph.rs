@@ -198,6 +198,11 @@ pub struct FilterChain {
     replay_ids: Option<(sluice_event::FieldRef, String)>,
     metrics: Arc<PipelineMetrics>,
     worker: usize,
+    /// `pipeline.ordered`: each event goes through the filters alone, so that events (and
+    /// those filters make from them) leave in the order they came, conditionals and all.
+    ordered: bool,
+    /// The one event an ordered run passes down at a time. Reused.
+    single: Vec<Event>,
 }
 
 impl FilterChain {
@@ -226,6 +231,8 @@ impl FilterChain {
             replay_ids: None,
             metrics: Arc::new(PipelineMetrics::new(plugins, 1)),
             worker: 0,
+            ordered: false,
+            single: Vec::new(),
         }
     }
 
@@ -242,7 +249,27 @@ impl FilterChain {
     /// Runs a batch through the filters. Dropped events stay in place, cancelled.
     pub fn run(&mut self, events: &mut Vec<Event>) {
         let tree = Arc::clone(&self.tree);
-        self.nodes(&tree, events);
+        if !self.ordered || events.len() < 2 {
+            return self.nodes(&tree, events);
+        }
+        // As Logstash's ordered execution: one event at a time through every filter, what
+        // comes out of it (itself, and the events made from it) before the next one.
+        let mut single = std::mem::take(&mut self.single);
+        let mut out = Vec::with_capacity(events.len());
+        for e in events.drain(..) {
+            single.push(e);
+            self.nodes(&tree, &mut single);
+            out.append(&mut single);
+        }
+        *events = out;
+        self.single = single;
+    }
+
+    /// Makes [`Self::run`] keep the events' order (`pipeline.ordered`): each event through
+    /// the filters alone, rather than the batch split by conditionals and rejoined branch by
+    /// branch, with filters' new events after the batch.
+    pub fn set_ordered(&mut self, ordered: bool) {
+        self.ordered = ordered;
     }
 
     /// True when a filter says a stop cut its last call short ([`Filter::cut_short`]): the

@@ -46,6 +46,9 @@ pub struct PipelineSettings {
     /// `pipeline.batch.output_chunking.growth_threshold_factor`: a batch the filters grew past
     /// this many times `batch_size` reaches the outputs in chunks of `batch_size`.
     pub output_chunking_factor: usize,
+    /// `pipeline.ordered` (true, or auto with `pipeline.workers: 1` set): the filters keep
+    /// the events' order ([`FilterChain::set_ordered`]).
+    pub ordered: bool,
 }
 
 /// `pipeline.recoverable`.
@@ -70,6 +73,7 @@ impl Default for PipelineSettings {
             batch_metrics: SamplingMode::default(),
             recoverable: Recoverable::No,
             output_chunking_factor: 1000,
+            ordered: false,
         }
     }
 }
@@ -163,6 +167,7 @@ pub fn start(
     let mut periodic_flush = false;
     for w in 0..settings.workers.max(1) {
         let mut chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
+        chain.set_ordered(settings.ordered);
         periodic_flush |= chain.wants_periodic_flush();
         if settings.replay_safe_ids {
             chain.derive_replay_ids(&settings.id);
