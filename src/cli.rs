@@ -120,6 +120,30 @@ pub struct TestArgs {
     #[arg(long = "logstash-tester", value_name = "DIR", conflicts_with_all = ["config", "pipelines", "mock", "testcases"])]
     pub logstash_tester: Option<std::path::PathBuf>,
 
+    /// A file to read through the config's own input (its codec; stdin's end is not a flush,
+    /// as in Logstash); with --expected, the events out are compared with that file's.
+    #[arg(
+        long = "input",
+        value_name = "FILE",
+        requires = "expected",
+        conflicts_with = "testcases"
+    )]
+    pub input: Option<std::path::PathBuf>,
+
+    /// The events expected out of --input, as JSON lines (other lines are skipped).
+    #[arg(long = "expected", value_name = "FILE", requires = "input")]
+    pub expected: Option<std::path::PathBuf>,
+
+    /// With --input: keys left out of the comparison at any depth (comma-separated, or the
+    /// option repeated), as `-i '@timestamp,timestamp'` of agolo's logstash-test-runner.
+    #[arg(
+        long = "ignore",
+        value_name = "KEYS",
+        value_delimiter = ',',
+        requires = "input"
+    )]
+    pub ignore: Vec<String>,
+
     /// LFV 1.x files (no `input_plugin`): the events come as LFV's `--sockets` mode sends
     /// them, through a unix input (which sets `host` and `path`; `path` is removed again
     /// when a filter left it as it was), rather than through stdin (which sets `host`).

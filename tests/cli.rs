@@ -543,9 +543,13 @@ fn deeply_nested_configs_are_refused_with_a_location() {
 /// line of its own: the record stays one line, its newlines escaped.
 #[test]
 fn event_text_cannot_forge_a_log_line() {
+    // (A generator: its message is one document, newline and all; stdin reads by lines.)
     let out = run_with_stdin(
-        &["-e", "input { stdin { codec => json } } output { null {} }"],
-        "not json\n2026-01-01T00:00:00Z ERROR forged by an event\n",
+        &[
+            "-e",
+            "input { generator { count => 1 codec => json message => \"not json\n2026-01-01T00:00:00Z ERROR forged by an event\" } } output { null {} }",
+        ],
+        "",
     );
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -647,7 +651,7 @@ fn es_bulk_codec_reads_bulk_requests() {
         "not json\n",
         "{\"delete\":{\"_index\":\"logs\",\"_id\":\"2\"}}\n",
         "{\"create\":{\"_index\":\"other\"}}\n",
-        "{\"message\":\"second\"}"
+        "{\"message\":\"second\"}\n"
     );
     let out = run_with_stdin(
         &[
@@ -843,9 +847,10 @@ fn input_add_field_appends_and_may_set_the_host() {
 #[test]
 fn json_codec_keeps_the_original_text_in_ecs_mode() {
     let decode = |codec: &str, input: &str| -> Vec<serde_json::Value> {
+        // (A generator: its message is one document; stdin would read `json` as json_lines.)
         let out = run_with_stdin(
-            &["-e", &format!("input {{ stdin {{ codec => {codec} }} }} output {{ stdout {{ codec => json_lines }} }}")],
-            input,
+            &["-e", &format!("input {{ generator {{ count => 1 codec => {codec} message => '{input}' }} }} output {{ stdout {{ codec => json_lines }} }}")],
+            "",
         );
         String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -857,9 +862,77 @@ fn json_codec_keeps_the_original_text_in_ecs_mode() {
     assert_eq!(e["doc"]["a"], 1);
     let e = &decode("json", r#"{"a":1}"#)[0];
     assert_eq!(e["event"]["original"], r#"{"a":1}"#, "{e}");
+    // (The generator gives `[event][sequence]`; the codec adds no `original` here.)
     let e = &decode("json { ecs_compatibility => disabled }", r#"{"a":1}"#)[0];
-    assert!(e.get("event").is_none(), "{e}");
+    assert!(e["event"].get("original").is_none(), "{e}");
     let two = decode("json", r#"[{"a":1},{"a":2}]"#);
     assert_eq!(two.len(), 2);
-    assert!(two.iter().all(|e| e.get("event").is_none()), "{two:?}");
+    assert!(
+        two.iter().all(|e| e["event"].get("original").is_none()),
+        "{two:?}"
+    );
+}
+
+/// Issue 45: stdin ends as Logstash's does: its codec is not flushed, so a last line without
+/// its newline and a multiline event still open are not events (with a warning saying how
+/// many bytes); `json` and `plain` read the stream by lines (Logstash's
+/// `fix_streaming_codecs`).
+#[test]
+fn stdin_ends_without_flushing_its_codec() {
+    let out = run_with_stdin(
+        &[
+            "-e",
+            "input { stdin { } } output { stdout { codec => line { format => \"%{message}\" } } }",
+        ],
+        "a\nb\nunended",
+    );
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a\nb\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the input ended inside an event"), "{err}");
+    assert!(err.contains("bytes=7"), "{err}");
+    let out = run_with_stdin(
+        &[
+            "-e",
+            r#"input { stdin { codec => multiline { pattern => "^\s" what => "previous" } } }
+               output { stdout { codec => line { format => "%{message}|" } } }"#,
+        ],
+        "one\n  more\ntwo\nlast, still open\n",
+    );
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "one\n  more|\ntwo|\n");
+    let out = run_with_stdin(
+        &["-e", "input { stdin { codec => json } } output { stdout { codec => line { format => \"%{a}\" } } }"],
+        "{\"a\":1}\n{\"a\":2}\n",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n2\n");
+}
+
+/// Issue 45 (agolo's suite found it): with `pipeline.workers: 1` set, `pipeline.ordered: auto`
+/// (the default) keeps the events' order as Logstash's ordered execution does: each event
+/// through the filters alone, a conditional's branches rejoined in input order, a clone right
+/// after its original. `pipeline.ordered: false` (or several workers) lets a batch through
+/// whole: at each conditional, the branch's events before the others.
+#[test]
+fn one_worker_keeps_the_events_order_through_conditionals() {
+    let config = r#"input { stdin { } }
+        filter {
+          if [message] =~ /^b/ { mutate { add_tag => ["b"] } }
+          if [message] == "a3" { clone { clones => ["copy"] } }
+        }
+        output { stdout { codec => line { format => "%{message}" } } }"#;
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-e", config];
+        args.extend_from_slice(extra);
+        let out = run_with_stdin(&args, "a1\nb2\na3\nb4\n");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(run(&["-w", "1"]), "a1\nb2\na3\na3\nb4\n");
+    let dir = temp_dir("unordered");
+    std::fs::write(dir.join("sluice.yml"), "pipeline.ordered: false\n").unwrap();
+    assert_eq!(
+        run(&["-w", "1", "--path.settings", dir.to_str().unwrap()]),
+        "a3\na3\nb2\nb4\na1\n"
+    );
 }

@@ -624,3 +624,86 @@ output { stdout {} }
     assert!(out.contains("Summary: ☐ All tests: 3/7"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--input`/`--expected`: the input file through the config's own stdin (plain read as
+/// lines, the unended last line not an event, as in Logstash), every event out once however
+/// many outputs it reaches, in the order it came (conditionals and all), compared whole with
+/// the expected JSON lines (other lines skipped), `--ignore` keys skipped at any depth.
+#[test]
+fn an_input_file_is_compared_with_the_expected_events() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-io-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("pipeline.conf");
+    std::fs::write(
+        &config,
+        r#"input { stdin { codec => plain { ecs_compatibility => disabled } ecs_compatibility => disabled } }
+filter {
+  if [message] =~ /^b/ { mutate { add_field => { "b" => "yes" } } }
+  mutate { replace => { "host" => "h" } add_field => { "[n][timestamp]" => "x" } }
+}
+output { stdout { } file { path => "/nowhere" } }
+"#,
+    )
+    .unwrap();
+    let input = dir.join("input.log");
+    std::fs::write(&input, "a1\nb2\na3\nnot ended").unwrap();
+    let expected = dir.join("output.log");
+    let line = |m: &str, b: bool| {
+        let mut e = serde_json::json!({"message": m, "host": "h", "@version": "1",
+                                       "@timestamp": "2017-01-01T00:00:00.000Z", "n": {}});
+        if b {
+            e["b"] = "yes".into();
+        }
+        e.to_string()
+    };
+    std::fs::write(
+        &expected,
+        format!(
+            "\nsome noise\n{}\n{}\n{}\n",
+            line("a1", false),
+            line("b2", true),
+            line("a3", false)
+        ),
+    )
+    .unwrap();
+    let args = |expected: &Path| {
+        vec![
+            "--config".to_owned(),
+            config.display().to_string(),
+            "--input".to_owned(),
+            input.display().to_string(),
+            "--expected".to_owned(),
+            expected.display().to_string(),
+            "--ignore".to_owned(),
+            "@timestamp,timestamp".to_owned(),
+        ]
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        sluice_test(&a)
+    };
+    let (ok, out) = run(args(&expected));
+    assert!(ok, "{out}");
+    assert!(out.contains("Summary: ☑ All tests: 3/3"), "{out}");
+    // The events in another order: the second comparison fails, naming the field.
+    let swapped = dir.join("swapped.log");
+    std::fs::write(
+        &swapped,
+        format!(
+            "{}\n{}\n{}\n",
+            line("a1", false),
+            line("a3", false),
+            line("b2", true)
+        ),
+    )
+    .unwrap();
+    let (ok, out) = run(args(&swapped));
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("[message]: expected \"a3\", got \"b2\""),
+        "{out}"
+    );
+    assert!(out.contains("Summary: ☐ All tests: 1/3"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,10 +11,12 @@
 //! failure: the changed paths, then the two events as JSON); `--junit` writes the same as
 //! JUnit XML. Any failure makes the command fail (exit 1). Test files in sluice's own format
 //! (see [`cases`]) check only the fields they list and are found beside the config when no
-//! test file is named. logstash-tester suites run through [`tester`], with that tool's rules.
+//! test file is named. logstash-tester suites run through [`tester`], with that tool's rules;
+//! an input file and the events expected from it through [`expected`].
 
 pub mod cases;
 pub mod compare;
+pub mod expected;
 pub mod run;
 pub mod setup;
 pub mod tester;
@@ -43,6 +45,18 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
         // The runner's container ran in UTC: a date filter without a zone reads UTC.
         std::env::set_var("TZ", "UTC");
         let results = tester::run(dir)?;
+        return finish(&results, started, args.junit.as_deref());
+    }
+    if let (Some(input), Some(expected)) = (&args.input, &args.expected) {
+        let harness = setup::Harness::build(&setup::Source {
+            config: args.config.as_deref(),
+            pipelines: args.pipelines.as_deref(),
+            mock: args.mock.as_deref(),
+            add_missing_id: true,
+            standalone: false,
+            sockets: false,
+        })?;
+        let results = expected::run(&harness, input, expected, &args.ignore)?;
         return finish(&results, started, args.junit.as_deref());
     }
     let paths =

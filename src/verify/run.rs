@@ -29,6 +29,9 @@ pub struct Run<'h> {
     stages: Vec<(FilterChain, Vec<graph::Node>)>,
     out: Vec<Collected>,
     forwarded: usize,
+    /// Collect an event once however many outputs it reaches (what came out of the
+    /// pipelines), rather than once per output.
+    once: bool,
 }
 
 impl<'h> Run<'h> {
@@ -38,7 +41,9 @@ impl<'h> Run<'h> {
         let mut stages = Vec::with_capacity(h.stages.len());
         for st in &h.stages {
             let compiled = graph::compile(&st.config, &st.registry).map_err(|e| e.to_string())?;
-            let chain = compiled.filter_chain();
+            let mut chain = compiled.filter_chain();
+            // As the test tools run Logstash (one worker): events keep their order.
+            chain.set_ordered(true);
             stages.push((chain, compiled.output_tree));
         }
         Ok(Run {
@@ -46,6 +51,7 @@ impl<'h> Run<'h> {
             stages,
             out: Vec::new(),
             forwarded: 0,
+            once: false,
         })
     }
 
@@ -149,6 +155,54 @@ impl<'h> Run<'h> {
         self.final_flush()
     }
 
+    /// Feeds `bytes` through `tap` as its input reads a stream, and returns each event that
+    /// came out of the pipelines once, in order. As the input does: `stdin` reads `plain` as
+    /// `line` and `json` as `json_lines`, sets its host unless the event has one, and (as
+    /// Logstash's) does not flush its codec at the end, so a multiline event still open or a
+    /// last line without its newline is no event; other inputs flush the codec.
+    pub fn feed_input(mut self, tap: &Tap, bytes: &[u8]) -> Result<Vec<Collected>, String> {
+        self.once = true;
+        let stdin = tap.input == "stdin";
+        let mut codec_ast = tap.codec.clone();
+        if stdin {
+            match codec_ast.name.as_str() {
+                "plain" => codec_ast.name = "line".to_owned(),
+                "json" => codec_ast.name = "json_lines".to_owned(),
+                _ => {}
+            }
+        }
+        let registry = &self.h.stages[tap.stage].registry;
+        let mut codec = registry
+            .build_codec(&codec_ast.source, &codec_ast)
+            .map_err(|e| format!("input {:?}: {e}", tap.id))?;
+        let mut events = Vec::new();
+        codec.decode(bytes, &mut events);
+        if !stdin {
+            codec.flush(&mut events);
+        } else if codec.pending_bytes() > 0 {
+            eprintln!(
+                "note: the input ends inside an event ({} bytes not made into one): like Logstash's stdin, it is not emitted",
+                codec.pending_bytes()
+            );
+        }
+        let host = stdin.then(|| {
+            let ecs = registry.ecs_compatibility() != Some("disabled");
+            let field = if ecs { "[host][hostname]" } else { "host" };
+            FieldRef::parse(field).expect("a valid reference")
+        });
+        let name = Value::String(sluice_pipeline::hostname().into());
+        for e in &mut events {
+            tap.decoration.apply(e);
+            if let Some(h) = &host {
+                if e.get(h).is_none() {
+                    e.set(h, name.clone());
+                }
+            }
+        }
+        self.deliver(tap.stage, events, 0)?;
+        self.final_flush()
+    }
+
     /// The final flush, then what the collectors got.
     fn final_flush(mut self) -> Result<Vec<Collected>, String> {
         // The final flush, senders before receivers (what a sender's flush releases meets the
@@ -193,13 +247,18 @@ impl<'h> Run<'h> {
             }
             per_output.iter_mut().for_each(Vec::clear);
             graph::route(tree, std::slice::from_ref(e), &mut per_output);
+            let mut collected = false;
             for (i, hits) in per_output.iter().enumerate() {
                 for _ in hits {
                     match &st.sinks[i] {
-                        Sink::Collect(id) => self.out.push(Collected {
-                            event: e.clone(),
-                            output: id.clone(),
-                        }),
+                        Sink::Collect(_) if self.once && collected => {}
+                        Sink::Collect(id) => {
+                            collected = true;
+                            self.out.push(Collected {
+                                event: e.clone(),
+                                output: id.clone(),
+                            })
+                        }
                         Sink::Send(addresses) => {
                             for a in addresses {
                                 for (t, target) in self.h.stages.iter().enumerate() {

@@ -31,6 +31,8 @@ pub enum Sink {
 /// An input of the config the test's events can enter through.
 pub struct Tap {
     pub id: String,
+    /// The input's plugin (`stdin`, `beats`, ...), before it became a tap.
+    pub input: String,
     /// Index of its pipeline in [`Harness::stages`].
     pub stage: usize,
     /// Its `codec` (plain when it has none), built per test-case file.
@@ -537,10 +539,11 @@ fn tap_input(
             value: Ast::String(value),
         });
     }
-    p.name = "pipeline".to_owned();
+    let input = std::mem::replace(&mut p.name, "pipeline".to_owned());
     p.attributes = attributes;
     taps.push(Tap {
         id,
+        input,
         stage,
         codec,
         decoration: InputDecoration::default(),
