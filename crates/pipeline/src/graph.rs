@@ -498,6 +498,22 @@ impl FilterChain {
         otherwise: &[Node],
         events: &mut Vec<Event>,
     ) {
+        // One event (an ordered run): its branch, without the bookkeeping of a split.
+        if let [e] = &events[..] {
+            if e.is_cancelled() {
+                return;
+            }
+            let b = branches
+                .iter()
+                .position(|(c, _)| c.eval(e))
+                .unwrap_or(branches.len());
+            let body = if b < branches.len() {
+                &branches[b].1[..]
+            } else {
+                otherwise
+            };
+            return self.nodes(body, events);
+        }
         const SKIP: usize = usize::MAX;
         let which: Vec<usize> = events
             .iter()
