@@ -344,3 +344,45 @@ fn agolo_input_output_suites() {
     );
     assert_eq!(passed, 15);
 }
+
+/// aadam-ali/examples: an LFV 1.6.3 standalone suite (one pipeline, json_lines) and an LFV 2
+/// pipeline-to-pipeline suite (three pipelines; each input's event leaves pipeline `one` and
+/// the pipeline it is sent to), run as their compose files run LFV, with the pipelines file's
+/// paths pointed at the corpus. All 6 expected events pass.
+#[test]
+fn aadam_ali_lfv_examples() {
+    let Some(root) = usertests() else { return };
+    let lfv = root.join("aadam-ali+examples/logstash-filter-verifier");
+    let single = lfv.join("single-pipeline");
+    let report = sluice_test(
+        &[
+            "--config",
+            single.join("pipelines").to_str().unwrap(),
+            single
+                .join("tests/testcases/testcases.yml")
+                .to_str()
+                .unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!((report.passed, report.total), (2, 2), "{}", report.text);
+    let p2p = lfv.join("pipeline-to-pipeline");
+    let dir = temp_dir("usertests", "aadam-ali");
+    let pipelines = dir.join("pipelines.yml");
+    let text = std::fs::read_to_string(p2p.join("pipelines.yml"))
+        .unwrap()
+        .replace(
+            "/usr/share/logstash/pipeline",
+            p2p.join("pipelines").to_str().unwrap(),
+        );
+    std::fs::write(&pipelines, text).unwrap();
+    let report = sluice_test(
+        &[
+            "--pipelines",
+            pipelines.to_str().unwrap(),
+            p2p.join("tests/testcases/testcases.yml").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!((report.passed, report.total), (4, 4), "{}", report.text);
+}
