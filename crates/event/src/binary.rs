@@ -30,6 +30,9 @@
 //!   0x0a 16 bytes, little-endian            BigInt: a two's-complement i128 outside i64's
 //!                                           range (added after the first release: a record
 //!                                           without one is byte for byte as before)
+//!   0x0b str                                Decimal: a number's canonical decimal text, as
+//!                                           `Value::decimal` makes it (not an integer that
+//!                                           fits in 128 bits); added later, the same way
 //! ```
 //!
 //! Every other tag, 0x00 included, is invalid (so a run of zero bytes never decodes as
@@ -89,6 +92,7 @@ const TAG_TIMESTAMP: u8 = 0x07;
 const TAG_ARRAY: u8 = 0x08;
 const TAG_OBJECT: u8 = 0x09;
 const TAG_BIGINT: u8 = 0x0a;
+const TAG_DECIMAL: u8 = 0x0b;
 
 /// Why a record could not be decoded. Offsets count bytes from the start of the record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -121,6 +125,10 @@ pub enum DecodeError {
     /// A big integer that fits in an `i64` (which has its own, shorter, encoding).
     #[error("big integer at offset {offset} fits in 64 bits (not canonical)")]
     BigIntInRange { offset: usize },
+    /// A decimal whose text is no number, or not as `Value::decimal` writes it (an integer
+    /// that fits in 128 bits has its own encodings).
+    #[error("decimal at offset {offset} is not a canonical decimal number")]
+    DecimalNotCanonical { offset: usize },
     #[error("unknown value tag 0x{tag:02x} at offset {offset}")]
     UnknownTag { tag: u8, offset: usize },
     /// `offset` is that of the first byte that is not valid UTF-8.
@@ -188,7 +196,7 @@ fn value_len(v: &Value) -> usize {
         Value::Int(i) => varint_len(zigzag(*i)),
         Value::BigInt(_) => 16,
         Value::Float(_) => 8,
-        Value::String(s) => str_len(s),
+        Value::String(s) | Value::Decimal(s) => str_len(s),
         Value::Timestamp(t) => varint_len(zigzag(t.millis())),
         Value::Array(items) => {
             varint_len(items.len() as u64) + items.iter().map(value_len).sum::<usize>()
@@ -354,6 +362,10 @@ fn put_value(v: &Value, out: &mut Sink) {
         Value::String(s) => {
             out.byte(TAG_STRING);
             out.str(s);
+        }
+        Value::Decimal(d) => {
+            out.byte(TAG_DECIMAL);
+            out.str(d);
         }
         Value::Timestamp(t) => {
             out.byte(TAG_TIMESTAMP);
@@ -641,6 +653,13 @@ impl<'a> Reader<'a, '_> {
                     return Err(self.fail(DecodeError::BigIntInRange { offset }));
                 }
                 *slot = value;
+            }
+            TAG_DECIMAL => {
+                let s = self.str("decimal length", "decimal")?;
+                match Value::decimal(s) {
+                    Some(Value::Decimal(d)) if d == s => *slot = Value::Decimal(d),
+                    _ => return Err(self.fail(DecodeError::DecimalNotCanonical { offset })),
+                }
             }
             TAG_STRING => {
                 let s = self.str("string length", "string")?;
@@ -1076,7 +1095,7 @@ mod tests {
 
     #[test]
     fn unknown_tags() {
-        for tag in [0x00, 0x0b, 0xff] {
+        for tag in [0x00, 0x0c, 0xff] {
             let err = decode(&[1, 1, 1, b'a', tag, 0]).unwrap_err();
             assert_eq!(err, DecodeError::UnknownTag { tag, offset: 4 });
         }
@@ -1100,6 +1119,31 @@ mod tests {
             decode(&[1, 1, 1, b'a', 0x00, 0]).unwrap_err().to_string(),
             "unknown value tag 0x00 at offset 4"
         );
+    }
+
+    #[test]
+    fn decimals_round_trip_and_are_canonical() {
+        for text in [
+            "123456789012345678901234567890123456789012",
+            "-0.12345678901234567890",
+            "1.5E+400",
+        ] {
+            let d = Value::decimal(text).unwrap();
+            let e = Event::from_parts(obj(&[("d", d.clone())]), Map::new());
+            assert_eq!(decode(&enc(&e)).unwrap().get_field("d"), Some(&d), "{text}");
+        }
+        // Text that is no number, not canonical, or an integer with its own encoding.
+        for bad in [&b"abc"[..], b"+1.5", b"007.5", b"12", b"1.", b""] {
+            let mut rec = vec![1, 1, 1, b'd', TAG_DECIMAL, bad.len() as u8];
+            rec.extend_from_slice(bad);
+            rec.push(0);
+            assert_eq!(
+                decode(&rec).unwrap_err(),
+                DecodeError::DecimalNotCanonical { offset: 4 },
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     #[test]

@@ -18,6 +18,11 @@ impl Serialize for Value {
             Value::Int(i) => s.serialize_i64(*i),
             Value::BigInt(b) => s.serialize_i128(b.get()),
             Value::Float(f) => s.serialize_f64(*f),
+            // The number as written (a decimal's text is valid JSON, see `Value::decimal`).
+            Value::Decimal(d) => match serde_json::value::RawValue::from_string(d.to_string()) {
+                Ok(raw) => raw.serialize(s),
+                Err(_) => s.serialize_str(d),
+            },
             Value::String(v) => s.serialize_str(v),
             Value::Timestamp(t) => s.serialize_str(&t.to_iso8601()),
             Value::Array(a) => {
@@ -197,7 +202,7 @@ fn has_digit_run(bytes: &[u8], len: usize) -> bool {
     false
 }
 
-/// A value parsed with raw numbers: integers exact (past 128 bits, a float), the rest floats.
+/// A value parsed with raw numbers: integers exact (past 128 bits, a decimal), the rest floats.
 /// A number no float can hold (`1e999`) fails the whole text, as it does on the fast path:
 /// the same text gets the same answer whatever numbers stand beside it.
 fn from_raw(v: &sonic_rs::Value) -> Result<Value, String> {
@@ -210,7 +215,8 @@ fn from_raw(v: &sonic_rs::Value) -> Result<Value, String> {
             let text = v.as_raw_number().map(|n| n.as_str().to_owned());
             let text = text.as_deref().unwrap_or("0");
             let integral = !text.contains(['.', 'e', 'E']);
-            match integral.then(|| Value::parse_integer(text)).flatten() {
+            match integral.then(|| Value::decimal(text)).flatten() {
+                // Exact at any size: past 128 bits, a decimal (Logstash's BigInteger).
                 Some(int) => int,
                 None => match text.parse::<f64>() {
                     Ok(f) if f.is_finite() => Value::Float(f),
@@ -331,10 +337,20 @@ mod tests {
             "1e999".to_owned(),
             format!(r#"{{"a":1e999,"b":{big}}}"#),
             format!(r#"{{"b":{big},"a":[-1e999]}}"#),
-            format!("[{big}, 1{}]", "0".repeat(400)),
         ] {
             assert!(parse(text.as_bytes()).is_err(), "{text}");
         }
+        // An integer past 128 bits stays exact (Logstash's BigInteger), written back as is.
+        let huge = format!("1{}", "0".repeat(400));
+        let v = parse(format!("[{big}, {huge}]").as_bytes()).unwrap();
+        assert_eq!(
+            v,
+            Value::Array(vec![
+                Value::parse_integer(big).unwrap(),
+                Value::decimal(&huge).unwrap()
+            ])
+        );
+        assert_eq!(to_string(&v), format!("[{big},{huge}]"));
         assert!(parse(b"[12345678901234567890,").is_err());
         assert_eq!(to_string(&Value::Float(2.0)), "2.0");
         assert!(parse(b"{bad").is_err());

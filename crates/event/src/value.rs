@@ -1,7 +1,8 @@
 //! [`Value`]: the JSON-like tree an event is made of, plus a timestamp variant so that
 //! `@timestamp` keeps millisecond precision and its type through filters and the queue, and a
 //! [`BigInt`] variant so that integers past 64 bits (Ruby's Bignums, Java's BigIntegers in
-//! Logstash) stay exact instead of turning into rounded floats.
+//! Logstash) stay exact instead of turning into rounded floats, and a `Decimal` variant for
+//! the numbers beyond both (a Bignum past 128 bits, dissect's BigDecimal), kept as their text.
 
 use std::fmt::Write as _;
 
@@ -30,6 +31,11 @@ pub enum Value {
     /// An integer outside `i64`'s range. Build it with [`Value::integer`].
     BigInt(BigInt),
     Float(f64),
+    /// A number that neither [`Value::BigInt`] nor [`Value::Float`] holds exactly (a Bignum
+    /// past 128 bits, a BigDecimal such as dissect's `->float` of `43947404257507186289.3`),
+    /// kept as its decimal text: written as that number, compared by value. Build it with
+    /// [`Value::decimal`].
+    Decimal(Str),
     String(Str),
     Timestamp(Timestamp),
     Array(Vec<Value>),
@@ -71,6 +77,52 @@ impl Value {
         text.parse::<i128>().ok().map(Value::integer)
     }
 
+    /// A number written in decimal (`-12`, `0.5`, `1.25E+30`), kept exactly: as an integer
+    /// when it is one that fits in 128 bits, else as [`Value::Decimal`] (its text with a
+    /// leading `+` and leading zeros dropped). `None` when the text is not such a number.
+    pub fn decimal(text: &str) -> Option<Value> {
+        let (negative, body) = match text.as_bytes().first()? {
+            b'-' => (true, &text[1..]),
+            b'+' => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let (mantissa, exponent) = match body.find(['e', 'E']) {
+            Some(i) => (&body[..i], Some(&body[i + 1..])),
+            None => (body, None),
+        };
+        let (int, frac) = match mantissa.split_once('.') {
+            Some((i, f)) => (i, Some(f)),
+            None => (mantissa, None),
+        };
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        let int_ok = digits(int) || (int.is_empty() && frac.is_some());
+        let frac_ok = frac.is_none_or(digits);
+        let exp_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)));
+        if !(int_ok && frac_ok && exp_ok) {
+            return None;
+        }
+        if frac.is_none() && exponent.is_none() {
+            if let Ok(i) = text.trim_start_matches('+').parse::<i128>() {
+                return Some(Value::integer(i));
+            }
+        }
+        let int = int.trim_start_matches('0');
+        let mut out = Str::with_capacity(text.len() + 1);
+        if negative {
+            out.push('-');
+        }
+        out.push_str(if int.is_empty() { "0" } else { int });
+        if let Some(f) = frac {
+            out.push('.');
+            out.push_str(f);
+        }
+        if let Some(e) = exponent {
+            out.push('E');
+            out.push_str(e);
+        }
+        Some(Value::Decimal(out))
+    }
+
     /// The integer this value holds, if it is one.
     pub fn as_i128(&self) -> Option<i128> {
         match self {
@@ -107,6 +159,7 @@ impl Value {
             Value::Int(i) => Some(*i as f64),
             Value::BigInt(b) => Some(b.get() as f64),
             Value::Float(f) => Some(*f),
+            Value::Decimal(d) => d.parse().ok(),
             _ => None,
         }
     }
@@ -123,6 +176,8 @@ impl Value {
             Value::Bool(_) => "boolean",
             Value::Int(_) | Value::BigInt(_) => "integer",
             Value::Float(_) => "float",
+            Value::Decimal(d) if d.contains(['.', 'E']) => "float",
+            Value::Decimal(_) => "integer",
             Value::String(_) => "string",
             Value::Timestamp(_) => "timestamp",
             Value::Array(_) => "array",
@@ -146,6 +201,8 @@ impl Value {
                 bits.div_ceil(8) + 4
             }
             Value::String(s) => s.len() as u64,
+            // As a BigInteger or BigDecimal: its digits' bytes, about, plus 4.
+            Value::Decimal(d) => (d.len() as u64 * 415).div_ceil(1000) + 4,
             Value::Timestamp(_) => 12,
             Value::Array(items) => items.iter().map(Value::estimate_memory).sum(),
             Value::Object(m) => estimate_map_memory(m),
@@ -165,6 +222,7 @@ impl Value {
                 let _ = write!(out, "{}", b.get());
             }
             Value::Float(f) => write_float(*f, out),
+            Value::Decimal(d) => out.push_str(d),
             Value::String(s) => out.push_str(s),
             Value::Timestamp(t) => t.write_iso8601(out),
             Value::Array(items) => {

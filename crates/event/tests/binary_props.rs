@@ -57,6 +57,9 @@ fn leaf() -> impl Strategy<Value = Value> {
         // Mostly outside i64's range: Value::integer picks Int for the rest.
         any::<i128>().prop_map(Value::integer),
         float().prop_map(Value::Float),
+        // Numbers past what the others hold: Bignums' digits, BigDecimals' text.
+        "-?[1-9][0-9]{39,60}".prop_map(|t| Value::decimal(&t).unwrap()),
+        "-?[0-9]{1,20}\\.[0-9]{16,30}(E[+-][0-9]{1,3})?".prop_map(|t| Value::decimal(&t).unwrap()),
         any::<String>().prop_map(Value::from),
         any::<i64>().prop_map(|m| Value::Timestamp(Timestamp::from_millis(m))),
         (0i64..4_000_000_000_000).prop_map(|m| Value::Timestamp(Timestamp::from_millis(m))),

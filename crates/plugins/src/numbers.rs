@@ -1,8 +1,9 @@
 //! Numbers read from text the way Logstash's plugins read them, exactly: Java's and Ruby's
 //! `BigDecimal` (dissect's `->int`/`->float`, mutate's `convert`), Ruby's strict `Float()` and
 //! `Integer()` for hexadecimal (`0x7b`, `-0x1.8p1`). Integers come out as
-//! [`Value::integer`], so values past 64 bits stay exact; past 128 bits there is no exact
-//! value to give and the conversion fails instead of rounding.
+//! [`Value::integer`], so values past 64 bits stay exact, and past 128 bits as a
+//! [`Value::Decimal`] of their digits (Ruby's Bignum); dissect's BigDecimal floats keep their
+//! digits the same way when a double cannot.
 
 use sluice_event::Value;
 
@@ -39,6 +40,10 @@ pub struct Decimal {
     digits: String,
     exp: i64,
 }
+
+/// The most digits an integer conversion writes out (Ruby would go on; a text such as
+/// `1e999999` would make a megabyte of zeros).
+pub const MAX_DIGITS: i64 = 4096;
 
 /// Which language's `BigDecimal` syntax to accept.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -108,23 +113,68 @@ impl Decimal {
         })
     }
 
-    /// The integer part (truncated toward zero), or `None` past 128 bits.
+    /// The integer part (truncated toward zero): exact at any size (past 128 bits a
+    /// [`Value::Decimal`] of its digits, as Ruby's Bignum or Java's BigInteger), `None` only
+    /// past [`MAX_DIGITS`] digits.
     pub fn to_integer(&self) -> Option<Value> {
         let keep = self.digits.len() as i64 + self.exp.min(0);
         if keep <= 0 {
             return Some(Value::Int(0));
         }
-        if keep + self.exp.max(0) > 39 {
+        let zeros = self.exp.max(0);
+        if keep + zeros > MAX_DIGITS {
             return None;
         }
-        let mut n: i128 = 0;
-        for c in self.digits[..keep as usize].bytes() {
-            n = n.checked_mul(10)?.checked_add((c - b'0') as i128)?;
+        let small = (|| {
+            let mut n: i128 = 0;
+            for c in self.digits[..keep as usize].bytes() {
+                n = n.checked_mul(10)?.checked_add((c - b'0') as i128)?;
+            }
+            for _ in 0..zeros {
+                n = n.checked_mul(10)?;
+            }
+            Some(Value::integer(if self.negative { -n } else { n }))
+        })();
+        small.or_else(|| {
+            let mut text = String::with_capacity((keep + zeros) as usize + 1);
+            if self.negative {
+                text.push('-');
+            }
+            text.push_str(&self.digits[..keep as usize]);
+            text.extend(std::iter::repeat_n('0', zeros as usize));
+            Value::decimal(&text)
+        })
+    }
+
+    /// The number as Logstash keeps a BigDecimal: the nearest `f64` when that holds its 15
+    /// significant digits or fewer, else exactly, as a [`Value::Decimal`] written as Java's
+    /// `BigDecimal.toString` writes it (`43947404257507186289.345324`, `1.23E+40`).
+    pub fn to_exact(&self) -> Value {
+        let f = self.to_f64();
+        if self.digits.len() <= 15 && f.is_finite() {
+            return Value::Float(f);
         }
-        for _ in 0..self.exp.max(0) {
-            n = n.checked_mul(10)?;
-        }
-        Some(Value::integer(if self.negative { -n } else { n }))
+        let sign = if self.negative { "-" } else { "" };
+        let n = self.digits.len() as i64;
+        let adjusted = n - 1 + self.exp;
+        let text = if self.exp <= 0 && adjusted >= -6 {
+            let point = n + self.exp;
+            if point > 0 {
+                let (int, frac) = self.digits.split_at(point as usize);
+                if frac.is_empty() {
+                    format!("{sign}{int}")
+                } else {
+                    format!("{sign}{int}.{frac}")
+                }
+            } else {
+                format!("{sign}0.{}{}", "0".repeat((-point) as usize), self.digits)
+            }
+        } else {
+            let (first, rest) = self.digits.split_at(1);
+            let point = if rest.is_empty() { "" } else { "." };
+            format!("{sign}{first}{point}{rest}E{adjusted:+}")
+        };
+        Value::decimal(&text).unwrap_or(Value::Float(f))
     }
 
     /// The nearest `f64`.
@@ -316,7 +366,12 @@ mod tests {
             int("1e20", Syntax::Java),
             Value::parse_integer("100000000000000000000")
         );
-        assert_eq!(int("1e400", Syntax::Java), None);
+        // Past 128 bits: the digits, exactly (Ruby's Bignum); past MAX_DIGITS, refused.
+        assert_eq!(
+            int("1e400", Syntax::Java),
+            Value::decimal(&format!("1{}", "0".repeat(400)))
+        );
+        assert_eq!(int("1e5000", Syntax::Java), None);
         assert_eq!(int("1_000", Syntax::Ruby), Some(Value::Int(1000)));
         assert_eq!(int("1d3", Syntax::Ruby), Some(Value::Int(1000)));
         for bad in [

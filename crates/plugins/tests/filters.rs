@@ -118,6 +118,40 @@ fn big_integers_stay_exact() {
     assert!(out.contains(&format!(r#""n":{big}"#)), "{out}");
 }
 
+/// Issue 45, Logstash's specs: `convert => integer` past 128 bits keeps a Bignum's digits,
+/// dissect's `->float` of a number a double cannot hold keeps the BigDecimal; both are
+/// written as those numbers, compare as numbers, and survive the persisted queue's format.
+#[test]
+fn bignums_and_big_decimals_stay_exact() {
+    let huge = "123456789012345678901234567890123456789012";
+    let e = one(
+        r#"filter {
+            mutate { convert => { "i" => "integer" } }
+            dissect { mapping => { "d" => "%{f}" } convert_datatype => { "f" => "float" "g" => "float" } }
+            if [i] > 170141183460469231731687303715884105727 { mutate { add_tag => "bigger" } }
+            if [i] < -1 { mutate { add_tag => "wrong" } }
+            if [f] > 43000000000000000000.0 { mutate { add_tag => "f_big" } }
+        }"#,
+        json!({"i": huge, "d": "43947404257507186289.345324", "g": "2.5"}),
+    );
+    assert!(!e.has_tag("_mutate_error"), "{:?}", get(&e, "tags"));
+    assert_eq!(get(&e, "i"), sluice_event::Value::decimal(huge));
+    assert_eq!(
+        get(&e, "f"),
+        sluice_event::Value::decimal("43947404257507186289.345324")
+    );
+    assert_eq!(get(&e, "g"), v(json!(2.5)));
+    assert!(e.has_tag("bigger") && e.has_tag("f_big") && !e.has_tag("wrong"));
+    let out = sluice_event::json::event_to_string(&e);
+    assert!(out.contains(&format!(r#""i":{huge}"#)), "{out}");
+    assert!(out.contains(r#""f":43947404257507186289.345324"#), "{out}");
+    let mut bytes = Vec::new();
+    sluice_event::binary::encode(&e, &mut bytes);
+    let back = sluice_event::binary::decode(&bytes).unwrap();
+    assert_eq!(back.get_field("i"), get(&e, "i").as_ref());
+    assert_eq!(back.get_field("f"), get(&e, "f").as_ref());
+}
+
 /// A gsub pattern or replacement holding `%{field}` is filled in from each event, as in
 /// Logstash's mutate (this was a configuration error: `{` is a regex quantifier).
 #[test]

@@ -59,6 +59,22 @@ fn get_and_set_convert_values_both_ways() {
     );
 }
 
+/// A Bignum past 128 bits crosses both ways exactly (it was a RangeError).
+#[test]
+fn bignums_past_128_bits_cross_both_ways() {
+    let e = one(
+        &ruby("event.set('p', 2**200); event.set('back', event.get('p') + 1); event.set('cls', event.get('p').class.name)"),
+        json!({}),
+    );
+    let p = "1606938044258990275541962092341162602522202993782792835301376";
+    assert_eq!(get(&e, "p"), Value::decimal(p));
+    assert_eq!(
+        get(&e, "back"),
+        Value::decimal("1606938044258990275541962092341162602522202993782792835301377")
+    );
+    assert_eq!(get(&e, "cls"), v(json!("Integer")));
+}
+
 #[test]
 fn get_returns_a_copy() {
     let e = one(

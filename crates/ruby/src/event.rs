@@ -425,6 +425,13 @@ pub(crate) fn to_ruby(ruby: &Ruby, v: &V) -> Result<Value, Error> {
         V::Int(i) => ruby.integer_from_i64(*i).as_value(),
         V::BigInt(b) => ruby.integer_from_i128(b.get()).as_value(),
         V::Float(f) => ruby.float_from_f64(*f).as_value(),
+        // A Bignum past 128 bits is one again; a decimal fraction is the nearest Float.
+        V::Decimal(d) if !d.contains(['.', 'E']) => {
+            ruby.module_kernel().funcall("Integer", (d.as_str(),))?
+        }
+        V::Decimal(d) => ruby
+            .float_from_f64(d.parse().unwrap_or(f64::NAN))
+            .as_value(),
         V::String(s) => ruby.str_new(s.as_str()).as_value(),
         V::Timestamp(t) => ruby.obj_wrap(RbTimestamp(*t)).as_value(),
         V::Array(items) => {
@@ -461,10 +468,13 @@ pub(crate) fn to_rust(ruby: &Ruby, v: Value) -> Result<V, Error> {
         }
         return match i.to_i128() {
             Ok(i) => Ok(V::integer(i)),
-            Err(_) => Err(Error::new(
-                ruby.exception_range_error(),
-                "integer too big for an event (more than 128 bits)",
-            )),
+            // Past 128 bits: kept exactly, as its digits.
+            Err(_) => {
+                let digits: String = i.funcall("to_s", ())?;
+                V::decimal(&digits).ok_or_else(|| {
+                    Error::new(ruby.exception_range_error(), "an integer with no digits")
+                })
+            }
         };
     }
     if let Some(f) = Float::from_value(v) {

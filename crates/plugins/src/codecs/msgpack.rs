@@ -58,6 +58,9 @@ pub fn from_value(v: &Value) -> rmpv::Value {
             Err(_) => rmpv::Value::from(v.to_display_string()),
         },
         Value::Float(f) => rmpv::Value::F64(*f),
+        // MessagePack has no bigger number: a Bignum's digits as text, a decimal as a float.
+        Value::Decimal(d) if !d.contains(['.', 'E']) => rmpv::Value::from(d.as_str()),
+        Value::Decimal(d) => rmpv::Value::F64(d.parse().unwrap_or(f64::NAN)),
         Value::String(s) => rmpv::Value::from(s.as_str()),
         Value::Timestamp(t) => rmpv::Value::from(t.to_iso8601()),
         Value::Array(items) => rmpv::Value::Array(items.iter().map(from_value).collect()),

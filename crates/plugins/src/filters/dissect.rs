@@ -345,8 +345,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
 }
 
 /// Logstash's conversion: `new BigDecimal(String.valueOf(value))`, then `toBigInteger()` for
-/// `int` (exact, past 64 bits too); `float` keeps the nearest double (Logstash keeps the
-/// BigDecimal itself).
+/// `int` (exact at any size); `float` keeps the BigDecimal: the nearest double when that
+/// holds its digits (15 or fewer), else the exact decimal.
 fn convert(v: &Value, conv: Conversion) -> Option<Value> {
     let text = match v {
         Value::String(s) => s.clone(),
@@ -355,7 +355,7 @@ fn convert(v: &Value, conv: Conversion) -> Option<Value> {
     };
     let d = Decimal::parse(&text, Syntax::Java)?;
     match conv {
-        Conversion::Float => Some(Value::Float(d.to_f64())),
+        Conversion::Float => Some(d.to_exact()),
         Conversion::Int => d.to_integer(),
     }
 }
@@ -462,6 +462,24 @@ mod tests {
         assert_eq!(
             convert(&"2.5".into(), Conversion::Float),
             Some(Value::Float(2.5))
+        );
+        // Logstash's spec: a float a double cannot hold keeps its BigDecimal digits.
+        let float = |s: &str| convert(&s.into(), Conversion::Float);
+        assert_eq!(
+            float("43947404257507186289.345324"),
+            Value::decimal("43947404257507186289.345324")
+        );
+        assert_eq!(
+            float("-0.0000012345678901234567"),
+            Value::decimal("-0.0000012345678901234567")
+        );
+        assert_eq!(
+            float("1234567890123456789e30"),
+            Value::decimal("1.234567890123456789E+48")
+        );
+        assert_eq!(
+            int("123456789012345678901234567890123456789012"),
+            Value::decimal("123456789012345678901234567890123456789012")
         );
     }
 }

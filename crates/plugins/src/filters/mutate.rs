@@ -228,7 +228,7 @@ fn number_from_text(text: &str, float: bool, eu: bool) -> Result<Value, String> 
     Decimal::parse(t, Syntax::Ruby)
         .ok_or_else(invalid)?
         .to_integer()
-        .ok_or_else(|| format!("{text:?} is beyond 128 bits"))
+        .ok_or_else(|| format!("{text:?} has more than {} digits", numbers::MAX_DIGITS))
 }
 
 /// Ruby's `Integer(float)`: truncated toward zero; NaN and infinities are errors.
@@ -284,6 +284,11 @@ fn convert_scalar(v: &Value, conv: Conversion) -> Result<Value, String> {
         (_, Value::Bool(b)) => Value::Int(*b as i64),
         (_, Value::Int(_) | Value::BigInt(_)) if float => Value::Float(v.as_f64().unwrap_or(0.0)),
         (_, Value::Int(_) | Value::BigInt(_)) => v.clone(),
+        // A Bignum or BigDecimal: Float() of it, or Integer() (truncated, exact).
+        (_, Value::Decimal(_)) if float => Value::Float(v.as_f64().unwrap_or(f64::NAN)),
+        (_, Value::Decimal(d)) => Decimal::parse(d, Syntax::Java)
+            .and_then(|d| d.to_integer())
+            .ok_or_else(|| format!("{d} cannot be converted to an integer"))?,
         (_, Value::Float(_)) if float => v.clone(),
         (_, Value::Float(f)) => float_to_integer(*f)?,
         (_, Value::String(s)) => number_from_text(s, float, eu)?,
