@@ -144,6 +144,11 @@ pub struct TestArgs {
     )]
     pub ignore: Vec<String>,
 
+    /// Grok pattern cases (`{pattern, data, results}` files): the pattern files or
+    /// directories they test, as grok's `patterns_dir` (repeatable).
+    #[arg(long = "patterns", value_name = "PATH")]
+    pub patterns: Vec<std::path::PathBuf>,
+
     /// LFV 1.x files (no `input_plugin`): the events come as LFV's `--sockets` mode sends
     /// them, through a unix input (which sets `host` and `path`; `path` is removed again
     /// when a filter left it as it was), rather than through stdin (which sets `host`).

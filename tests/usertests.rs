@@ -6,11 +6,9 @@
 
 mod run_support;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 
-use run_support::{temp_dir, Run};
+use run_support::temp_dir;
 
 /// The corpus directory, or `None` (a skip; a failure under `CI=true`).
 fn usertests() -> Option<PathBuf> {
@@ -28,108 +26,25 @@ fn usertests() -> Option<PathBuf> {
     None
 }
 
-/// A YAML file as JSON.
-fn yaml(path: &std::path::Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 /// whyscream/postfix-grok-patterns: 191 pattern cases (`pattern` must match `data`, and each
 /// of `results` must be among that capture's values), written for jls-grok with the ecs-v1
-/// core patterns. All run in one sluice: a grok filter per case, chosen by a conditional, with
-/// `keep_empty_captures` (jls-grok reports a group that matched nothing as ""; Logstash's
-/// grok drops it unless asked).
+/// core patterns, run as `sluice test --patterns postfix.grok test/`. All pass (105 could not
+/// load before PCRE2's 4-byte links).
 #[test]
 fn postfix_grok_patterns() {
     let Some(root) = usertests() else { return };
     let suite = root.join("whyscream+postfix-grok-patterns");
-    let mut cases: Vec<(String, serde_json::Value)> = std::fs::read_dir(suite.join("test"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                yaml(&p),
-            )
-        })
-        .collect();
-    cases.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(cases.len(), 191);
-    let dir = temp_dir("usertests", "postfix");
-    let patterns = dir.join("patterns");
-    std::fs::create_dir_all(&patterns).unwrap();
-    std::fs::copy(suite.join("postfix.grok"), patterns.join("postfix.grok")).unwrap();
-    let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
-    let mut filters = String::new();
-    let mut input = String::new();
-    for (i, (_, case)) in cases.iter().enumerate() {
-        let pattern = case["pattern"].as_str().unwrap();
-        filters.push_str(&format!(
-            "  {}if [case] == {i} {{ grok {{ ecs_compatibility => v1 keep_empty_captures => true patterns_dir => [\"{}\"] match => {{ \"message\" => \"{}\" }} }} }}\n",
-            if i == 0 { "" } else { "else " },
-            patterns.display(),
-            quote(pattern)
-        ));
-        input.push_str(
-            &serde_json::json!({"case": i, "message": case["data"].as_str().unwrap()}).to_string(),
-        );
-        input.push('\n');
-    }
-    let config = format!(
-        "input {{ stdin {{ codec => json_lines }} }}\nfilter {{\n{filters}}}\noutput {{ stdout {{ codec => json_lines }} }}"
-    );
-    let in_file = dir.join("in.json");
-    std::fs::write(&in_file, input).unwrap();
-    let mut run = Run::start(
-        &dir,
-        "pipeline.workers: 1\n",
+    let report = sluice_test(
+        &[
+            "--patterns",
+            suite.join("postfix.grok").to_str().unwrap(),
+            suite.join("test").to_str().unwrap(),
+        ],
         &[],
-        &config,
-        Stdio::from(std::fs::File::open(&in_file).unwrap()),
-        Stdio::piped(),
     );
-    let out = run.read_stdout();
-    assert!(run.exit(300).success(), "{}", run.log());
-    let events: BTreeMap<i64, serde_json::Value> = out
-        .join()
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|e| (e["case"].as_i64().unwrap(), e))
-        .collect();
-    let mut failures = Vec::new();
-    for (i, (name, case)) in cases.iter().enumerate() {
-        let e = &events[&(i as i64)];
-        let tags = e["tags"].as_array().cloned().unwrap_or_default();
-        if tags.iter().any(|t| t == "_grokparsefailure") {
-            failures.push(format!(
-                "{name}: no match of {} on {}",
-                case["pattern"], case["data"]
-            ));
-            continue;
-        }
-        for (k, want) in case["results"].as_object().cloned().unwrap_or_default() {
-            let want = match want {
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            let got = &e[&k];
-            let among = match got {
-                serde_json::Value::Array(items) => items.iter().any(|v| v.as_str() == Some(&want)),
-                v => v.as_str() == Some(&want),
-            };
-            if !among {
-                failures.push(format!("{name}: {k} is {got}, expected {want:?}"));
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of 191 cases fail (all passed when this was written):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_eq!(report.total, 191, "{}", report.text);
+    assert!(report.failed.is_empty(), "{}", report.text);
+    assert_eq!(report.passed, 191);
 }
 
 /// What `sluice test` reported: the comparisons that failed (their names) and the totals.

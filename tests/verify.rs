@@ -707,3 +707,43 @@ output { stdout { } file { path => "/nowhere" } }
     assert!(out.contains("Summary: ☐ All tests: 1/3"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Grok pattern cases (`{pattern, data, results}`, as pattern repositories test with
+/// jls-grok): each file's pattern, with the `--patterns` files, must match its data and give
+/// each listed result among a capture's values; a miss or a wrong value fails that file.
+#[test]
+fn grok_pattern_cases_run_with_the_patterns_under_test() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-grok-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("test")).unwrap();
+    let patterns = dir.join("mine.grok");
+    std::fs::write(&patterns, "PAIR %{WORD:k}=%{INT:n}%{DATA:rest}\n").unwrap();
+    let case = |name: &str, data: &str, results: &str| {
+        std::fs::write(
+            dir.join("test").join(name),
+            format!("pattern: ^%{{PAIR}}$\ndata: \"{data}\"\nresults:\n{results}"),
+        )
+        .unwrap();
+    };
+    // (`rest` matched nothing: an empty capture, as jls-grok reports it.)
+    case("a.yaml", "a=1", "  k: a\n  n: 1\n  rest: \"\"\n");
+    case("b.yaml", "a=1", "  k: b\n");
+    case("c.yaml", "nothing", "  k: a\n");
+    let (ok, out) = sluice_test(&[
+        "--patterns",
+        patterns.to_str().unwrap(),
+        dir.join("test").to_str().unwrap(),
+    ]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("☑ Matching a.yaml"), "{out}");
+    assert!(
+        out.contains("☐ Matching b.yaml:\n  [k]: expected \"b\" among \"a\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("☐ Matching c.yaml:\n  \"^%{PAIR}$\" does not match \"nothing\""),
+        "{out}"
+    );
+    assert!(out.contains("Summary: ☐ All tests: 1/3"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

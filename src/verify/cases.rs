@@ -175,8 +175,8 @@ pub fn find(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// Reads and checks one test-case file.
-pub fn load(path: &Path) -> Result<TestFile, String> {
+/// A test-case file's document: YAML for `.yaml`/`.yml`, else JSON; an object.
+pub fn read_doc(path: &Path) -> Result<Map<String, Value>, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let at = |msg: String| format!("{}: {msg}", path.display());
@@ -184,9 +184,16 @@ pub fn load(path: &Path) -> Result<TestFile, String> {
         Some("yaml" | "yml") => yaml_to_json(&text).map_err(at)?,
         _ => serde_json::from_str(&text).map_err(|e| at(format!("invalid JSON: {e}")))?,
     };
-    let Value::Object(doc) = doc else {
-        return Err(at("expected an object of test-case settings".into()));
-    };
+    match doc {
+        Value::Object(doc) => Ok(doc),
+        _ => Err(at("expected an object of test-case settings".into())),
+    }
+}
+
+/// Reads and checks one test-case file.
+pub fn load(path: &Path) -> Result<TestFile, String> {
+    let at = |msg: String| format!("{}: {msg}", path.display());
+    let doc = read_doc(path)?;
     match doc.contains_key("tests") {
         true => parse_own(path, doc).map_err(at),
         false => parse(path, doc).map_err(at),

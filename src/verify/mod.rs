@@ -12,11 +12,13 @@
 //! JUnit XML. Any failure makes the command fail (exit 1). Test files in sluice's own format
 //! (see [`cases`]) check only the fields they list and are found beside the config when no
 //! test file is named. logstash-tester suites run through [`tester`], with that tool's rules;
-//! an input file and the events expected from it through [`expected`].
+//! an input file and the events expected from it through [`expected`]; grok pattern cases
+//! (`{pattern, data, results}`) through [`grokcases`].
 
 pub mod cases;
 pub mod compare;
 pub mod expected;
+pub mod grokcases;
 pub mod run;
 pub mod setup;
 pub mod tester;
@@ -69,6 +71,10 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
                     .to_owned(),
             ),
         };
+    if grokcases::all_cases(&paths) {
+        let results = grokcases::run(&paths, &args.patterns)?;
+        return finish(&results, started, args.junit.as_deref());
+    }
     // Every file is read first: a bad one fails on its own, and files all in sluice's format
     // need no plugin ids.
     let files: Vec<(&std::path::PathBuf, Result<cases::TestFile, String>)> =
