@@ -178,7 +178,8 @@ fn number(text: &str) -> Value {
             Err(_) => Value::from(text),
         };
     }
-    if is_decimal(digits) {
+    // The gem's `[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?`: a decimal number, as Value::decimal reads.
+    if Value::decimal(digits).is_some() {
         if let Ok(f) = text.parse::<f64>() {
             if f.is_finite() {
                 return Value::Float(f);
@@ -186,20 +187,6 @@ fn number(text: &str) -> Value {
         }
     }
     Value::from(text)
-}
-
-/// `[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?`, the gem's test for a number (after the sign).
-fn is_decimal(s: &str) -> bool {
-    let (mantissa, exponent) = match s.find(['e', 'E']) {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (s, None),
-    };
-    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    let mantissa_ok = match mantissa.split_once('.') {
-        Some((int, frac)) => (int.is_empty() || digits(int)) && digits(frac),
-        None => digits(mantissa),
-    };
-    mantissa_ok && exponent.is_none_or(|e| digits(crate::numbers::split_sign(e).1))
 }
 
 /// The pairs as the plugin nests them: keys split at dots, `stacktrace` split into a list.
