@@ -525,6 +525,19 @@ testcases:
         "{out}"
     );
 
+    // A file that does not load fails on its own; the LFV 1.x file still runs.
+    let broken = dir.join("broken.yaml");
+    std::fs::write(&broken, "fields: [unclosed\n").unwrap();
+    let (ok, out) = sluice_test(&[
+        "--config",
+        config.to_str().unwrap(),
+        v1.to_str().unwrap(),
+        broken.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("Summary: ☐ All tests: 2/3"), "{out}");
+    assert!(out.contains("☐ Running broken.yaml"), "{out}");
+
     // An LFV 2 file beside them: refused, saying why.
     let v2 = dir.join("v2.json");
     std::fs::write(
@@ -705,6 +718,30 @@ output { stdout { } file { path => "/nowhere" } }
         "{out}"
     );
     assert!(out.contains("Summary: ☐ All tests: 1/3"), "{out}");
+    // A file input reads line by line (its plain codec makes an event of each line).
+    let file_config = dir.join("file.conf");
+    std::fs::write(
+        &file_config,
+        "input { file { path => \"/nowhere\" ecs_compatibility => disabled codec => plain { ecs_compatibility => disabled } } }\n\
+         filter { mutate { remove_field => [\"host\", \"path\", \"@version\"] } }\n\
+         output { null {} }\n",
+    )
+    .unwrap();
+    let lines = dir.join("lines.log");
+    std::fs::write(&lines, "one\ntwo\n").unwrap();
+    let want = dir.join("lines.json");
+    std::fs::write(&want, "{\"message\":\"one\"}\n{\"message\":\"two\"}\n").unwrap();
+    let (ok, out) = sluice_test(&[
+        "--config",
+        file_config.to_str().unwrap(),
+        "--input",
+        lines.to_str().unwrap(),
+        "--expected",
+        want.to_str().unwrap(),
+        "--ignore",
+        "@timestamp",
+    ]);
+    assert!(ok, "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -32,10 +32,9 @@ pub fn run(paths: &[PathBuf], patterns: &[PathBuf]) -> Result<Vec<FileResult>, S
         }
     }
     let registry = sluice_plugins::registry();
-    let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let dirs: Vec<String> = patterns
         .iter()
-        .map(|p| format!("\"{}\"", quote(&p.display().to_string())))
+        .map(|p| format!("\"{}\"", super::quoted(&p.display().to_string())))
         .collect();
     let mut results = Vec::new();
     for path in paths {
@@ -54,7 +53,7 @@ pub fn run(paths: &[PathBuf], patterns: &[PathBuf]) -> Result<Vec<FileResult>, S
             let (pattern, data) = (text("pattern")?, text("data")?);
             let config = format!(
                 "filter {{ grok {{ match => {{ \"message\" => \"{}\" }} patterns_dir => [{}] keep_empty_captures => true }} }}",
-                quote(&pattern),
+                super::quoted(&pattern),
                 dirs.join(", ")
             );
             let config = sluice_config::parse(&path.display().to_string(), &config)
@@ -106,7 +105,7 @@ pub fn run(paths: &[PathBuf], patterns: &[PathBuf]) -> Result<Vec<FileResult>, S
     Ok(results)
 }
 
-/// The files of `paths` that are grok cases, if all of them are.
+/// Whether every file of `paths` (at least one) is a grok case.
 pub fn all_cases(paths: &[PathBuf]) -> bool {
     !paths.is_empty()
         && paths

@@ -43,11 +43,20 @@ pub(crate) struct FileResult {
 
 pub fn test_command(args: &TestArgs) -> Result<(), String> {
     let started = Instant::now();
+    // Absolute now: the logstash-tester mode changes the working directory.
+    let junit = match &args.junit {
+        Some(p) => {
+            Some(std::path::absolute(p).map_err(|e| format!("--junit {}: {e}", p.display()))?)
+        }
+        None => None,
+    };
+    let junit = junit.as_deref();
     if let Some(dir) = &args.logstash_tester {
-        // The runner's container ran in UTC: a date filter without a zone reads UTC.
+        // The runner's container ran in UTC: a date filter without a zone reads UTC. (Set
+        // before any thread starts: the filters are built after.)
         std::env::set_var("TZ", "UTC");
         let results = tester::run(dir)?;
-        return finish(&results, started, args.junit.as_deref());
+        return finish(&results, started, junit);
     }
     if let (Some(input), Some(expected)) = (&args.input, &args.expected) {
         let harness = setup::Harness::build(&setup::Source {
@@ -59,7 +68,7 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
             sockets: false,
         })?;
         let results = expected::run(&harness, input, expected, &args.ignore)?;
-        return finish(&results, started, args.junit.as_deref());
+        return finish(&results, started, junit);
     }
     let paths =
         match (args.testcases.is_empty(), args.config.as_deref()) {
@@ -73,7 +82,7 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
         };
     if grokcases::all_cases(&paths) {
         let results = grokcases::run(&paths, &args.patterns)?;
-        return finish(&results, started, args.junit.as_deref());
+        return finish(&results, started, junit);
     }
     // Every file is read first: a bad one fails on its own, and files all in sluice's format
     // need no plugin ids.
@@ -84,7 +93,13 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
             .iter()
             .all(|(_, f)| f.as_ref().is_ok_and(|f| f.format == format))
     };
-    let (all_sluice, standalone) = (all(cases::Format::Sluice), all(cases::Format::Lfv1));
+    // The mode follows the files that load (a bad one fails on its own).
+    let loaded: Vec<cases::Format> = files
+        .iter()
+        .filter_map(|(_, f)| f.as_ref().ok().map(|f| f.format))
+        .collect();
+    let standalone = !loaded.is_empty() && loaded.iter().all(|f| *f == cases::Format::Lfv1);
+    let all_sluice = all(cases::Format::Sluice);
     // LFV 1.x's files run the configs' filters alone, through an input of their own: they
     // cannot run with files that name one of the configs' inputs.
     if !standalone {
@@ -146,7 +161,7 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
             seconds: t.elapsed().as_secs_f64(),
         });
     }
-    finish(&results, started, args.junit.as_deref())
+    finish(&results, started, junit)
 }
 
 /// Prints each comparison and the summary (and writes `--junit`); fails if any failed.
@@ -290,6 +305,11 @@ fn paths_and_diff(
         &compare::pretty(actual),
     ));
     why
+}
+
+/// `s` for the inside of a double-quoted config string (`\` and `"` escaped).
+fn quoted(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 fn xml_escape(s: &str) -> String {

@@ -85,7 +85,11 @@ impl<'h> Run<'h> {
                 fields.push(&case.fields);
             }
         }
-        codec.flush(&mut events);
+        // LFV 1.x's input is Logstash's stdin (or unix), which does not flush its codec at
+        // the end; LFV 2's generator does.
+        if file.format != Format::Lfv1 {
+            codec.flush(&mut events);
+        }
         let id_ref = FieldRef::parse("[@metadata][__lfv_id]").expect("a valid reference");
         if file.format == Format::Lfv1 {
             // LFV 1.x's input: `fields` as its `add_field`, then what the input sets unless
@@ -97,39 +101,12 @@ impl<'h> Run<'h> {
                 .map(|(k, v)| (Template::parse(k), Template::parse(v)))
                 .collect();
             let ecs = self.h.stages[tap.stage].registry.ecs_compatibility() != Some("disabled");
-            let name = Value::String(sluice_pipeline::hostname().into());
-            let socket = Value::String(super::setup::SOCKET_PATH.into());
-            let mut sets = vec![(
-                match (ecs, self.h.sockets) {
-                    (false, _) => "host",
-                    (true, true) => "[host][name]",
-                    (true, false) => "[host][hostname]",
-                },
-                name,
-            )];
-            if self.h.sockets {
-                sets.push((if ecs { "[file][path]" } else { "path" }, socket));
-            }
-            let sets: Vec<(FieldRef, Value)> = sets
-                .into_iter()
-                .map(|(f, v)| (FieldRef::parse(f).expect("a valid reference"), v))
-                .collect();
+            let input = if self.h.sockets { "unix" } else { "stdin" };
+            let sets = input_fields(input, ecs);
             for (i, e) in events.iter_mut().enumerate() {
                 e.set(&id_ref, Value::String(i.to_string().into()));
                 add_fields(e, &add);
-                for (field, value) in &sets {
-                    // Not over a field the event has, nor through a parent that is no hash.
-                    let parent_ok = match field.segments() {
-                        [first, _, ..] => matches!(
-                            e.get(&FieldRef::top_level(first)),
-                            None | Some(Value::Object(_))
-                        ),
-                        _ => true,
-                    };
-                    if parent_ok && e.get(field).is_none() {
-                        e.set(field, value.clone());
-                    }
-                }
+                set_input_fields(e, &sets);
             }
             self.deliver(tap.stage, events, 0)?;
             return self.final_flush();
@@ -155,29 +132,34 @@ impl<'h> Run<'h> {
         self.final_flush()
     }
 
-    /// Feeds `bytes` through `tap` as its input reads a stream, and returns each event that
-    /// came out of the pipelines once, in order. As the input does: `stdin` reads `plain` as
-    /// `line` and `json` as `json_lines`, sets its host unless the event has one, and (as
-    /// Logstash's) does not flush its codec at the end, so a multiline event still open or a
-    /// last line without its newline is no event; other inputs flush the codec.
+    /// Feeds `bytes` through `tap` as its input reads them, and returns each event that came
+    /// out of the pipelines once, in order. A stream input (`stdin`, `tcp`, `unix`) decodes
+    /// the bytes as a stream, reading `plain` as `line` and `json` as `json_lines`; other
+    /// inputs (`file` and the like) decode line by line. As in Logstash, `stdin` does not
+    /// flush its codec at the end (a multiline event still open, or a last line without its
+    /// newline, is no event); the others do. `stdin` sets its host unless the event has one.
     pub fn feed_input(mut self, tap: &Tap, bytes: &[u8]) -> Result<Vec<Collected>, String> {
         self.once = true;
-        let stdin = tap.input == "stdin";
-        let mut codec_ast = tap.codec.clone();
-        if stdin {
-            match codec_ast.name.as_str() {
-                "plain" => codec_ast.name = "line".to_owned(),
-                "json" => codec_ast.name = "json_lines".to_owned(),
-                _ => {}
-            }
-        }
+        let stream = matches!(tap.input.as_str(), "stdin" | "tcp" | "unix");
+        let codec_ast = if stream {
+            streaming_codec(&tap.codec)
+        } else {
+            tap.codec.clone()
+        };
         let registry = &self.h.stages[tap.stage].registry;
         let mut codec = registry
             .build_codec(&codec_ast.source, &codec_ast)
             .map_err(|e| format!("input {:?}: {e}", tap.id))?;
         let mut events = Vec::new();
-        codec.decode(bytes, &mut events);
-        if !stdin {
+        if stream {
+            codec.decode(bytes, &mut events);
+        } else {
+            let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+            for line in body.split(|b| *b == b'\n') {
+                codec.decode_line(line, &mut events);
+            }
+        }
+        if tap.input != "stdin" {
             codec.flush(&mut events);
         } else if codec.pending_bytes() > 0 {
             eprintln!(
@@ -185,19 +167,13 @@ impl<'h> Run<'h> {
                 codec.pending_bytes()
             );
         }
-        let host = stdin.then(|| {
-            let ecs = registry.ecs_compatibility() != Some("disabled");
-            let field = if ecs { "[host][hostname]" } else { "host" };
-            FieldRef::parse(field).expect("a valid reference")
-        });
-        let name = Value::String(sluice_pipeline::hostname().into());
+        let ecs = tap
+            .ecs
+            .unwrap_or_else(|| registry.ecs_compatibility() != Some("disabled"));
+        let sets = input_fields(&tap.input, ecs);
         for e in &mut events {
             tap.decoration.apply(e);
-            if let Some(h) = &host {
-                if e.get(h).is_none() {
-                    e.set(h, name.clone());
-                }
-            }
+            set_input_fields(e, &sets);
         }
         self.deliver(tap.stage, events, 0)?;
         self.final_flush()
@@ -344,12 +320,6 @@ fn lfv_line(line: &str, codec: &str) -> String {
 
 /// The codec LFV 1.x writes into its input (`codec => <the file's codec>`), as a plugin.
 fn v1_codec(codec: &str) -> Result<sluice_config::Plugin, String> {
-    // Logstash's stdin input reads `plain` as `line` and `json` as `json_lines`.
-    let codec = match codec {
-        "plain" => "line",
-        "json" => "json_lines",
-        other => other,
-    };
     let text = format!("input {{ stdin {{ codec => {codec} }} }}");
     let config = sluice_config::parse("the test file's codec", &text)
         .map_err(|e| format!("codec {codec:?}: {e}"))?;
@@ -373,7 +343,55 @@ fn v1_codec(codec: &str) -> Result<sluice_config::Plugin, String> {
             }
             _ => None,
         })
+        .map(|p| streaming_codec(&p))
         .ok_or_else(|| format!("codec {codec:?} is not a codec"))
+}
+
+/// A stream input's codec, as Logstash's `fix_streaming_codecs` makes it: `plain` is read as
+/// `line`, `json` as `json_lines`, their options kept.
+fn streaming_codec(codec: &sluice_config::Plugin) -> sluice_config::Plugin {
+    let mut c = codec.clone();
+    match c.name.as_str() {
+        "plain" => c.name = "line".to_owned(),
+        "json" => c.name = "json_lines".to_owned(),
+        _ => {}
+    }
+    c
+}
+
+/// What an input sets on its events unless they have it: stdin its host; a unix input (LFV
+/// 1.x's `--sockets`) its host and its socket's path; the names by ECS mode, as Logstash's
+/// plugins choose them.
+fn input_fields(input: &str, ecs: bool) -> Vec<(FieldRef, Value)> {
+    let host = Value::String(sluice_pipeline::hostname().into());
+    let socket = Value::String(super::setup::SOCKET_PATH.into());
+    let fields: Vec<(&str, Value)> = match (input, ecs) {
+        ("stdin", false) => vec![("host", host)],
+        ("stdin", true) => vec![("[host][hostname]", host)],
+        ("unix", false) => vec![("host", host), ("path", socket)],
+        ("unix", true) => vec![("[host][name]", host), ("[file][path]", socket)],
+        _ => Vec::new(),
+    };
+    fields
+        .into_iter()
+        .map(|(f, v)| (FieldRef::parse(f).expect("a valid reference"), v))
+        .collect()
+}
+
+/// Sets each of `fields` the event lacks, not through a parent that is no hash.
+fn set_input_fields(e: &mut Event, fields: &[(FieldRef, Value)]) {
+    for (field, value) in fields {
+        let parent_ok = match field.segments() {
+            [first, _, ..] => matches!(
+                e.get(&FieldRef::top_level(first)),
+                None | Some(Value::Object(_))
+            ),
+            _ => true,
+        };
+        if parent_ok && e.get(field).is_none() {
+            e.set(field, value.clone());
+        }
+    }
 }
 
 /// A test line as LFV 1.x sends it: with the `json_lines` codec, parsed and written again as

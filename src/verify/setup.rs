@@ -33,6 +33,8 @@ pub struct Tap {
     pub id: String,
     /// The input's plugin (`stdin`, `beats`, ...), before it became a tap.
     pub input: String,
+    /// The input's own `ecs_compatibility`, if it sets one (else the pipeline's applies).
+    pub ecs: Option<bool>,
     /// Index of its pipeline in [`Harness::stages`].
     pub stage: usize,
     /// Its `codec` (plain when it has none), built per test-case file.
@@ -539,11 +541,20 @@ fn tap_input(
             value: Ast::String(value),
         });
     }
+    let ecs = p
+        .attributes
+        .iter()
+        .find(|a| a.name == "ecs_compatibility")
+        .and_then(|a| match &a.value {
+            Ast::String(s) | Ast::Bareword(s) => Some(s != "disabled"),
+            _ => None,
+        });
     let input = std::mem::replace(&mut p.name, "pipeline".to_owned());
     p.attributes = attributes;
     taps.push(Tap {
         id,
         input,
+        ecs,
         stage,
         codec,
         decoration: InputDecoration::default(),

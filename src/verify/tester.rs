@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value as Json};
 use sluice_config::{Config, SectionKind};
+use sluice_event::value::ruby_float_to_s;
 use sluice_event::{Event, Value};
 use sluice_pipeline::{graph, Registry};
 
@@ -140,11 +141,10 @@ fn pattern_config(path: &Path, pattern_dir: &Path) -> Result<Config, String> {
         .get("pattern")
         .and_then(Json::as_str)
         .ok_or_else(|| format!("{}: needs \"pattern\" (a pattern's name)", path.display()))?;
-    let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let text = format!(
         "filter {{ grok {{ match => {{ \"message\" => \"%{{{}}}\" }} patterns_dir => [\"{}\"] }} }}",
-        quote(pattern),
-        quote(&pattern_dir.display().to_string())
+        super::quoted(pattern),
+        super::quoted(&pattern_dir.display().to_string())
     );
     sluice_config::parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
 }
@@ -327,7 +327,7 @@ fn inspect(v: &Json, out: &mut String) {
         Json::Number(n) => match (n.as_i64(), n.as_u64()) {
             (Some(i), _) => out.push_str(&i.to_string()),
             (None, Some(u)) => out.push_str(&u.to_string()),
-            _ => out.push_str(&ruby_float(n.as_f64().unwrap_or(f64::NAN))),
+            _ => out.push_str(&ruby_float_to_s(n.as_f64().unwrap_or(f64::NAN))),
         },
         Json::String(s) => inspect_str(s, out),
         Json::Array(items) => {
@@ -380,42 +380,6 @@ fn inspect_str(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Ruby's `Float#to_s`: the shortest digits that read back, fixed notation for exponents
-/// from -4 to 15 (`100.0`, `0.0001`), else scientific (`1.0e+16`, `1.0e-05`).
-fn ruby_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.to_owned();
-    }
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} writes an exponent");
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let decpt: i32 = exp.parse::<i32>().expect("a decimal exponent") + 1;
-    let sign = if f < 0.0 { "-" } else { "" };
-    if 0 < decpt && decpt <= 16 {
-        let d = decpt as usize;
-        let (int, frac) = if digits.len() > d {
-            (digits[..d].to_owned(), digits[d..].to_owned())
-        } else {
-            (
-                format!("{digits}{}", "0".repeat(d - digits.len())),
-                "0".to_owned(),
-            )
-        };
-        format!("{sign}{int}.{frac}")
-    } else if -4 < decpt && decpt <= 0 {
-        format!("{sign}0.{}{digits}", "0".repeat((-decpt) as usize))
-    } else {
-        let frac = if digits.len() > 1 { &digits[1..] } else { "0" };
-        format!("{sign}{}.{frac}e{:+03}", &digits[..1], decpt - 1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,23 +399,5 @@ mod tests {
             ruby_to_s(&json!({"k": "v\"#{x}\n"})),
             r##"{"k"=>"v\"\#{x}\n"}"##
         );
-    }
-
-    #[test]
-    fn floats_as_ruby_writes_them() {
-        for (f, s) in [
-            (0.001, "0.001"),
-            (0.0001, "0.0001"),
-            (0.00001, "1.0e-05"),
-            (1.5, "1.5"),
-            (-2.25, "-2.25"),
-            (100.0, "100.0"),
-            (1e15, "1000000000000000.0"),
-            (1e16, "1.0e+16"),
-            (1.25e20, "1.25e+20"),
-            (123456.789, "123456.789"),
-        ] {
-            assert_eq!(ruby_float(f), s, "{f}");
-        }
     }
 }

@@ -31,8 +31,8 @@
 //!                                           range (added after the first release: a record
 //!                                           without one is byte for byte as before)
 //!   0x0b str                                Decimal: a number's canonical decimal text, as
-//!                                           `Value::decimal` makes it (not an integer that
-//!                                           fits in 128 bits); added later, the same way
+//!                                           `Value::decimal` makes it (never digits alone
+//!                                           that fit in 128 bits); added later, the same way
 //! ```
 //!
 //! Every other tag, 0x00 included, is invalid (so a run of zero bytes never decodes as

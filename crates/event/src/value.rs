@@ -77,9 +77,11 @@ impl Value {
         text.parse::<i128>().ok().map(Value::integer)
     }
 
-    /// A number written in decimal (`-12`, `0.5`, `1.25E+30`), kept exactly: as an integer
-    /// when it is one that fits in 128 bits, else as [`Value::Decimal`] (its text with a
-    /// leading `+` and leading zeros dropped). `None` when the text is not such a number.
+    /// A number written in decimal (`-12`, `0.5`, `1.25E+30`), kept exactly: digits alone
+    /// (no point, no exponent) that fit in 128 bits make an integer; anything else a
+    /// [`Value::Decimal`] of its canonical text (a leading `+` and leading zeros dropped, `0`
+    /// before a bare point, `E` for the exponent marker). `None` when the text is not such a
+    /// number.
     pub fn decimal(text: &str) -> Option<Value> {
         let (negative, body) = match text.as_bytes().first()? {
             b'-' => (true, &text[1..]),
@@ -121,6 +123,16 @@ impl Value {
             out.push_str(e);
         }
         Some(Value::Decimal(out))
+    }
+
+    /// The exact order of two numbers when one is a [`Value::Decimal`] and the other an
+    /// integer or a decimal (the floats' order is no exact one); `None` otherwise.
+    pub fn exact_order(&self, other: &Value) -> Option<std::cmp::Ordering> {
+        if !matches!(self, Value::Decimal(_)) && !matches!(other, Value::Decimal(_)) {
+            return None;
+        }
+        let (a, b) = (exact_parts(self)?, exact_parts(other)?);
+        Some(compare_exact(&a, &b))
     }
 
     /// The integer this value holds, if it is one.
@@ -250,6 +262,75 @@ impl Value {
     }
 }
 
+/// A number as sign, significant digits (no leading or trailing zeros; empty for zero) and
+/// the power of ten they are multiplied by.
+struct Exact {
+    negative: bool,
+    digits: String,
+    exp: i128,
+}
+
+fn exact_parts(v: &Value) -> Option<Exact> {
+    let text = match v {
+        Value::Int(_) | Value::BigInt(_) => v.to_display_string(),
+        Value::Decimal(d) => d.to_string(),
+        _ => return None,
+    };
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.as_str()),
+    };
+    let (mantissa, exp) = match body.split_once('E') {
+        Some((m, e)) => (m, e.parse::<i128>().ok()?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: String = int.chars().chain(frac.chars()).collect();
+    let mut exp = exp - frac.len() as i128;
+    let trimmed = digits.trim_end_matches('0').len();
+    exp += (digits.len() - trimmed) as i128;
+    digits.truncate(trimmed);
+    let digits = digits.trim_start_matches('0').to_owned();
+    Some(Exact {
+        negative: negative && !digits.is_empty(),
+        digits,
+        exp,
+    })
+}
+
+fn compare_exact(a: &Exact, b: &Exact) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let sign = |x: &Exact| match (x.digits.is_empty(), x.negative) {
+        (true, _) => 0,
+        (false, true) => -1,
+        (false, false) => 1,
+    };
+    let by_sign = sign(a).cmp(&sign(b));
+    if by_sign != Ordering::Equal || sign(a) == 0 {
+        return by_sign;
+    }
+    // Same sign, both non-zero: the magnitude, by the place of the first digit, then digits.
+    let top = |x: &Exact| x.digits.len() as i128 + x.exp;
+    let magnitude = top(a).cmp(&top(b)).then_with(|| {
+        let (x, y) = (a.digits.as_bytes(), b.digits.as_bytes());
+        let n = x.len().max(y.len());
+        (0..n)
+            .map(|i| {
+                (
+                    x.get(i).copied().unwrap_or(b'0'),
+                    y.get(i).copied().unwrap_or(b'0'),
+                )
+            })
+            .find(|(p, q)| p != q)
+            .map_or(Ordering::Equal, |(p, q)| p.cmp(&q))
+    });
+    if a.negative {
+        magnitude.reverse()
+    } else {
+        magnitude
+    }
+}
+
 /// [`Value::estimate_memory`] of a hash: the sum of its values.
 pub fn estimate_map_memory(m: &Map) -> u64 {
     m.values().map(Value::estimate_memory).sum()
@@ -262,6 +343,42 @@ pub fn write_float(f: f64, out: &mut String) {
         let _ = write!(out, "{f:.1}");
     } else {
         let _ = write!(out, "{f}");
+    }
+}
+
+/// Ruby's `Float#to_s`: the shortest digits that read back, fixed notation for exponents
+/// from -4 to 15 (`100.0`, `0.0001`), else scientific (`1.0e+16`, `1.0e-05`).
+pub fn ruby_float_to_s(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.to_owned();
+    }
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} writes an exponent");
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let decpt: i32 = exp.parse::<i32>().expect("a decimal exponent") + 1;
+    let sign = if f < 0.0 { "-" } else { "" };
+    if 0 < decpt && decpt <= 16 {
+        let d = decpt as usize;
+        let (int, frac) = if digits.len() > d {
+            (digits[..d].to_owned(), digits[d..].to_owned())
+        } else {
+            (
+                format!("{digits}{}", "0".repeat(d - digits.len())),
+                "0".to_owned(),
+            )
+        };
+        format!("{sign}{int}.{frac}")
+    } else if -4 < decpt && decpt <= 0 {
+        format!("{sign}0.{}{digits}", "0".repeat((-decpt) as usize))
+    } else {
+        let frac = if digits.len() > 1 { &digits[1..] } else { "0" };
+        format!("{sign}{}.{frac}e{:+03}", &digits[..1], decpt - 1)
     }
 }
 
@@ -322,6 +439,55 @@ impl From<Vec<Value>> for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_order_exactly() {
+        use std::cmp::Ordering::*;
+        let d = |t: &str| Value::decimal(t).unwrap();
+        let cases = [
+            (
+                d("43947404257507186289.345324"),
+                d("43947404257507186289.345325"),
+                Less,
+            ),
+            (d("1E+400"), d("2E+400"), Less),
+            (d("-1E+400"), d("-2E+400"), Greater),
+            (d("1.50"), d("1.5"), Equal),
+            (d("-0.0"), Value::Int(0), Equal),
+            (
+                d("123456789012345678901234567890123456789012"),
+                Value::Int(-5),
+                Greater,
+            ),
+            (d("1E+40"), Value::integer(i128::MAX), Greater),
+            (d("0.001"), d("1E-3"), Equal),
+            (d("-0.5"), Value::Int(0), Less),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(a.exact_order(&b), Some(want), "{a:?} {b:?}");
+            assert_eq!(b.exact_order(&a), Some(want.reverse()), "{b:?} {a:?}");
+        }
+        assert_eq!(Value::Int(1).exact_order(&Value::Int(2)), None);
+        assert_eq!(d("1.5").exact_order(&Value::Float(1.5)), None);
+    }
+
+    #[test]
+    fn floats_as_ruby_writes_them() {
+        for (f, s) in [
+            (0.001, "0.001"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0e-05"),
+            (1.5, "1.5"),
+            (-2.25, "-2.25"),
+            (100.0, "100.0"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1.0e+16"),
+            (1.25e20, "1.25e+20"),
+            (123456.789, "123456.789"),
+        ] {
+            assert_eq!(ruby_float_to_s(f), s, "{f}");
+        }
+    }
 
     #[test]
     fn display_forms_follow_ruby() {

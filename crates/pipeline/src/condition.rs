@@ -149,43 +149,12 @@ fn resolve<'a>(o: &'a Operand, e: &'a Event) -> Option<Cow<'a, Value>> {
     }
 }
 
-/// The exact order of two integers when one is a Bignum past 128 bits (a
-/// [`Value::Decimal`] of digits, which is beyond every `i128`); `None` otherwise.
-fn bignum_order(a: &Value, b: &Value) -> Option<Ordering> {
-    fn digits(v: &Value) -> Option<(bool, &str)> {
-        match v {
-            Value::Decimal(d) if !d.contains(['.', 'E']) => Some(
-                d.strip_prefix('-')
-                    .map_or((false, d.as_str()), |m| (true, m)),
-            ),
-            _ => None,
-        }
-    }
-    match (digits(a), digits(b)) {
-        (Some((na, da)), Some((nb, db))) => {
-            let magnitude = da.len().cmp(&db.len()).then_with(|| da.cmp(db));
-            Some(match (na, nb) {
-                (false, false) => magnitude,
-                (true, true) => magnitude.reverse(),
-                (false, true) => Ordering::Greater,
-                (true, false) => Ordering::Less,
-            })
-        }
-        (Some((negative, _)), None) if b.as_i128().is_some() => Some(if negative {
-            Ordering::Less
-        } else {
-            Ordering::Greater
-        }),
-        (None, Some(_)) if a.as_i128().is_some() => bignum_order(b, a).map(Ordering::reverse),
-        _ => None,
-    }
-}
-
 fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => x == y,
         (x, y) if x.as_i128().is_some() && y.as_i128().is_some() => x.as_i128() == y.as_i128(),
-        (x, y) if bignum_order(x, y).is_some() => bignum_order(x, y) == Some(Ordering::Equal),
+        // A Bignum or a BigDecimal against an integer or another: exactly.
+        (x, y) if x.exact_order(y).is_some() => x.exact_order(y) == Some(Ordering::Equal),
         (x, y) if x.as_f64().is_some() && y.as_f64().is_some() => x.as_f64() == y.as_f64(),
         (Value::Timestamp(t), Value::String(s)) | (Value::String(s), Value::Timestamp(t)) => {
             t.to_iso8601() == *s
@@ -203,7 +172,7 @@ fn order(a: &Value, b: &Value) -> Option<Ordering> {
         (x, y) if x.as_i128().is_some() && y.as_i128().is_some() => {
             Some(x.as_i128().cmp(&y.as_i128()))
         }
-        (x, y) if bignum_order(x, y).is_some() => bignum_order(x, y),
+        (x, y) if x.exact_order(y).is_some() => x.exact_order(y),
         (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
         (Value::Timestamp(x), Value::Timestamp(y)) => Some(x.cmp(y)),
         (x, y) => x.as_f64()?.partial_cmp(&y.as_f64()?),

@@ -147,11 +147,13 @@ impl Decimal {
     }
 
     /// The number as Logstash keeps a BigDecimal: the nearest `f64` when that holds its 15
-    /// significant digits or fewer, else exactly, as a [`Value::Decimal`] written as Java's
-    /// `BigDecimal.toString` writes it (`43947404257507186289.345324`, `1.23E+40`).
+    /// significant digits or fewer (and neither overflows nor underflows to zero), else
+    /// exactly, as Java's `BigDecimal.toString` writes it (`43947404257507186289.345324`,
+    /// `1.23E+40`): a [`Value::Decimal`], or an integer for digits alone that fit in 128 bits
+    /// (written the same as the BigDecimal).
     pub fn to_exact(&self) -> Value {
         let f = self.to_f64();
-        if self.digits.len() <= 15 && f.is_finite() {
+        if self.digits.len() <= 15 && f.is_finite() && (f != 0.0 || self.digits.is_empty()) {
             return Value::Float(f);
         }
         let sign = if self.negative { "-" } else { "" };

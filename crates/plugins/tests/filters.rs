@@ -150,6 +150,23 @@ fn bignums_and_big_decimals_stay_exact() {
     let back = sluice_event::binary::decode(&bytes).unwrap();
     assert_eq!(back.get_field("i"), get(&e, "i").as_ref());
     assert_eq!(back.get_field("f"), get(&e, "f").as_ref());
+    // A UNIX time with microseconds (16 digits) stays a BigDecimal, and the date filter
+    // reads it as it reads the text.
+    let e = one(
+        r#"filter {
+            dissect { mapping => { "m" => "%{ts}" } convert_datatype => { "ts" => "float" } }
+            date { match => [ "ts", "UNIX" ] }
+        }"#,
+        json!({"m": "1700000000.123456"}),
+    );
+    assert!(matches!(
+        get(&e, "ts"),
+        Some(sluice_event::Value::Decimal(_))
+    ));
+    assert_eq!(
+        get(&e, "@timestamp").map(|t| t.to_display_string()),
+        Some("2023-11-14T22:13:20.123Z".to_owned())
+    );
 }
 
 /// A gsub pattern or replacement holding `%{field}` is filled in from each event, as in

@@ -291,6 +291,12 @@ impl DateFilter {
             (Value::Int(i), Format::UnixMs) => Some(*i),
             (Value::Float(f), Format::Unix) => parse_unix_float(*f),
             (Value::Float(f), Format::UnixMs) if f.is_finite() => Some(*f as i64),
+            // A number past what Int and Float hold (a BigDecimal from dissect, a Bignum): its
+            // text, read as a UNIX time is read from a string.
+            (Value::Decimal(d), Format::Unix | Format::UnixMs) => self.parse_text(format, d, tz),
+            (Value::BigInt(_), Format::Unix | Format::UnixMs) => {
+                self.parse_text(format, &v.to_display_string(), tz)
+            }
             _ => None,
         }
     }

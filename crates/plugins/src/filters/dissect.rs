@@ -473,6 +473,7 @@ mod tests {
             float("-0.0000012345678901234567"),
             Value::decimal("-0.0000012345678901234567")
         );
+        assert_eq!(float("1e-400"), Value::decimal("1E-400"));
         assert_eq!(
             float("1234567890123456789e30"),
             Value::decimal("1.234567890123456789E+48")

@@ -14,9 +14,10 @@
 //! line, which is logged and left alone, as in Logstash.
 //!
 //! The scan is the gem's state machine: a key is a run of characters above space other than
-//! `"` and `=`; `key=` then a space gives `true`; an unquoted value runs to the next space,
-//! `"` or `=`; a quoted one to the next `"` not after a backslash (`\"` becomes `"`, any
-//! other backslash stays); anything else between pairs is skipped.
+//! `"` and `=`; `key=` then a space gives `true`; an unquoted value runs to the next space or
+//! `"` (`=` is part of it: `token=abc==`); a quoted one to the next `"` not after a backslash
+//! (`\"` becomes `"`, any other backslash stays), and a quote ending the line is an empty
+//! value; anything else between pairs is skipped.
 
 use sluice_event::value::{Key, Map};
 use sluice_event::{Event, FieldRef, Value};
@@ -78,9 +79,14 @@ impl Filter for Logfmt {
     }
 }
 
-/// Whether `c` can be part of a key or an unquoted value.
+/// Whether `c` can be part of a key (or start an unquoted value).
 fn word(c: char) -> bool {
     c > ' ' && c != '"' && c != '='
+}
+
+/// Whether `c` continues an unquoted value (`=` does: `token=abc==`).
+fn value_char(c: char) -> bool {
+    c > ' ' && c != '"'
 }
 
 /// The pairs of a logfmt line, in order (a repeated key keeps its first place, last value).
@@ -93,13 +99,18 @@ fn parse(line: &str) -> Vec<(String, Value)> {
         Quoted { escaped: bool },
     }
     let mut out: Vec<(String, Value)> = Vec::new();
-    let mut put = |key: &str, value: Value| match out.iter_mut().find(|(k, _)| k == key) {
-        Some(slot) => slot.1 = value,
-        None => out.push((key.to_owned(), value)),
+    let mut places: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut put = |key: &str, value: Value| match places.get(key) {
+        Some(&i) => out[i].1 = value,
+        None => {
+            places.insert(key.to_owned(), out.len());
+            out.push((key.to_owned(), value));
+        }
     };
     let mut state = State::Garbage;
     let (mut key, mut value) = (String::new(), String::new());
-    for c in line.chars() {
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
         state = match state {
             State::Garbage if word(c) => {
                 key.clear();
@@ -124,12 +135,17 @@ fn parse(line: &str) -> Vec<(String, Value)> {
                 value.push(c);
                 State::Unquoted
             }
+            // A quote that is the line's last character: an empty value, as the gem has it.
+            State::Equal if c == '"' && chars.peek().is_none() => {
+                put(&key, Value::from(""));
+                State::Garbage
+            }
             State::Equal if c == '"' => {
                 value.clear();
                 State::Quoted { escaped: false }
             }
             State::Equal => State::Garbage,
-            State::Unquoted if word(c) => {
+            State::Unquoted if value_char(c) => {
                 value.push(c);
                 State::Unquoted
             }
@@ -167,26 +183,20 @@ fn parse(line: &str) -> Vec<(String, Value)> {
     out
 }
 
-/// An unquoted value as the gem reads it: an integer for `[-+]?[0-9]+`, a float for a
-/// decimal number, else the text. (An integer past 128 bits stays text: sluice has no
-/// wider integer, and its digits are what Ruby would write.)
+/// An unquoted value as the gem reads it: an integer for `[-+]?[0-9]+` (exact at any size,
+/// as Ruby's Bignum), a float for a decimal number a float holds, else the text.
 fn number(text: &str) -> Value {
     let digits = crate::numbers::split_sign(text).1;
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        return match text.parse::<i128>() {
-            Ok(i) => Value::integer(i),
-            Err(_) => Value::from(text),
-        };
-    }
+    let integral = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
     // The gem's `[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?`: a decimal number, as Value::decimal reads.
-    if Value::decimal(digits).is_some() {
-        if let Ok(f) = text.parse::<f64>() {
-            if f.is_finite() {
-                return Value::Float(f);
-            }
-        }
+    match Value::decimal(text) {
+        Some(v) if integral => v,
+        Some(_) => match text.parse::<f64>() {
+            Ok(f) if f.is_finite() => Value::Float(f),
+            _ => Value::from(text),
+        },
+        None => Value::from(text),
     }
-    Value::from(text)
 }
 
 /// The pairs as the plugin nests them: keys split at dots, `stacktrace` split into a list.
@@ -195,9 +205,13 @@ fn nest(pairs: Vec<(String, Value)>) -> Result<Map, String> {
     for (key, value) in pairs {
         let value = match (key.as_str(), value) {
             ("stacktrace", Value::String(t)) => {
+                // Ruby's `[1..-2]`: without the first and the last character.
                 let parts: Vec<&str> = match t.strip_prefix('[') {
-                    Some(_) if t.len() >= 2 => t[1..t.len() - 1].split("][").collect(),
-                    _ => t.split(',').collect(),
+                    Some(inner) => {
+                        let end = inner.char_indices().next_back().map_or(0, |(i, _)| i);
+                        inner[..end].split("][").collect()
+                    }
+                    None => t.split(',').collect(),
                 };
                 Value::Array(ruby_split(parts).map(Value::from).collect())
             }
@@ -265,10 +279,17 @@ mod tests {
             p(r#"msg="match \"a.*\", slow \d" x="1""#),
             json!([["msg", r#"match "a.*", slow \d"#], ["x", "1"]])
         );
-        // A repeated key: its first place, the last value; an open quote is dropped.
+        // A repeated key: its first place, the last value; an open quote is dropped, but a
+        // quote ending the line is an empty value.
         assert_eq!(
             p(r#"a=1 b=2 a=3 c="open"#),
             json!([["a", 3], ["b", 2], ["c", true]])
+        );
+        assert_eq!(p(r#"a=""#), json!([["a", ""]]));
+        // `=` goes on in an unquoted value.
+        assert_eq!(
+            p("level=info token=abc== url=/p?a=1&b=2"),
+            json!([["level", "info"], ["token", "abc=="], ["url", "/p?a=1&b=2"]])
         );
     }
 
@@ -280,6 +301,8 @@ mod tests {
         assert_eq!(number(".5"), Value::Float(0.5));
         assert_eq!(number("1e3"), Value::Float(1000.0));
         assert_eq!(number("18446744073709551616"), Value::integer(1 << 64));
+        let bignum = "123456789012345678901234567890123456789012";
+        assert_eq!(number(bignum), Value::decimal(bignum).unwrap());
         for kept in ["6.683093ms", "1.", "0x10", "1e", "-", "v1.2.3"] {
             assert_eq!(number(kept), Value::from(kept));
         }
@@ -294,6 +317,12 @@ mod tests {
         assert_eq!(
             serde_json::to_value(Value::Object(m)).unwrap(),
             json!({"level": "error", "a": {"b": 1, "c": "x"}, "stacktrace": ["f.rb:1", "g.rb:2"]})
+        );
+        // Ruby's `[1..-2]` by characters, not bytes.
+        let m = nest(parse("level=error stacktrace=[é")).unwrap();
+        assert_eq!(
+            serde_json::to_value(Value::Object(m)).unwrap()["stacktrace"],
+            json!([])
         );
         let m = nest(parse("level=error stacktrace=a,b,")).unwrap();
         assert_eq!(

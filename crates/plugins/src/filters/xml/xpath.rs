@@ -178,24 +178,11 @@ impl Query {
             // Logstash keeps only truthy results: false is left out.
             xpath_eval::Value::Boolean(true) => out.push("true".to_owned()),
             xpath_eval::Value::Boolean(false) => {}
-            xpath_eval::Value::Number(f) => out.push(ruby_float(f)),
+            xpath_eval::Value::Number(f) => out.push(sluice_event::value::ruby_float_to_s(f)),
             xpath_eval::Value::String(s) => out.push(s),
         }
         Ok(())
     }
-}
-
-/// Ruby's `Float#to_s`.
-fn ruby_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
-    }
-    let mut s = String::new();
-    sluice_event::value::write_float(f, &mut s);
-    s
 }
 
 /// JRuby Nokogiri's `Node#to_s` for a node of an XML document: elements, text, comments
