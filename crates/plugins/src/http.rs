@@ -1,4 +1,6 @@
-//! A pool of HTTP endpoints for outputs that talk to a cluster (Elasticsearch, OpenSearch).
+//! The HTTP clients of the plugins: [`Client`], Logstash's `http_client` mixin (one URL per
+//! request: the http filter, the http_poller input), and [`Pool`], a pool of endpoints for
+//! plugins that talk to a cluster (Elasticsearch, OpenSearch).
 //!
 //! Every worker calls [`Pool::request`] at once: each request goes to the live endpoint with
 //! the fewest requests in flight (ties rotate), over a shared keep-alive connection pool
@@ -16,6 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ureq::http;
+
+use sluice_pipeline::{ConfigError, Options};
 
 use crate::tls::Tls;
 
@@ -94,6 +98,261 @@ pub fn agent(
         .tls_config(tls_config(tls)?)
         .build();
     Ok(ureq::Agent::new_with_config(config))
+}
+
+/// Logstash's `http_client` mixin (the http filter, the http_poller input): its options read
+/// once into a client that the plugin's workers share. `request_timeout` bounds a whole
+/// request, `connect_timeout` the connection, `socket_timeout` each wait for the server;
+/// `follow_redirects`, `pool_max`/`pool_max_per_route` (idle connections kept), `keepalive`,
+/// `user`/`password` (sent with every request, as the mixin's eager auth), `proxy` (a URL, or
+/// a hash of `host`, `port`, `scheme`), the `ssl_*` options, and `automatic_retries` (requests
+/// that got no response are sent again that many times; only idempotent ones unless
+/// `retry_non_idempotent`). `cookies` may be set but no cookie is kept between requests;
+/// `validate_after_inactivity` has nothing to do (a stale pooled connection is replaced).
+#[derive(Clone)]
+pub struct Client {
+    agent: ureq::Agent,
+    auth: Option<String>,
+    retries: u32,
+    retry_non_idempotent: bool,
+}
+
+/// What a server answered.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// The status line's reason phrase (`OK`), as the status's standard one.
+    pub reason: String,
+    /// Lower-case names, in the order received; a repeated header has several entries.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// How many times the request was sent again before this answer.
+    pub retried: u32,
+}
+
+impl Response {
+    /// The headers as Logstash's plugins set them in events: a hash of lower-case names, a
+    /// repeated header's values in a list.
+    pub fn headers_value(&self) -> sluice_event::Value {
+        use sluice_event::Value;
+        let mut map = sluice_event::Map::new();
+        for (k, v) in &self.headers {
+            let key = sluice_event::Key::from(k.as_str());
+            match map.get_mut(&key) {
+                Some(Value::Array(items)) => items.push(Value::from(v.as_str())),
+                Some(one) => {
+                    let first = std::mem::take(one);
+                    *one = Value::Array(vec![first, Value::from(v.as_str())]);
+                }
+                None => {
+                    map.insert(key, Value::from(v.as_str()));
+                }
+            }
+        }
+        Value::Object(map)
+    }
+
+    /// The first value of a header (by lower-case name).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Client {
+    /// Reads the mixin's options. TLS is on for `https://` URLs; the `ssl_*` options say how.
+    pub fn read(opts: &mut Options) -> Result<Client, ConfigError> {
+        let secs =
+            |opts: &mut Options, name: &str, default: f64| -> Result<Duration, ConfigError> {
+                let v = opts.float(name)?.unwrap_or(default);
+                if !(v > 0.0 && v.is_finite()) {
+                    return Err(opts.error(name, "must be a positive number of seconds"));
+                }
+                Ok(Duration::from_secs_f64(v))
+            };
+        let request_timeout = secs(opts, "request_timeout", 60.0)?;
+        let socket_timeout = secs(opts, "socket_timeout", 10.0)?;
+        let connect_timeout = secs(opts, "connect_timeout", 10.0)?;
+        let follow_redirects = opts.boolean_or("follow_redirects", true)?;
+        let count = |opts: &mut Options, name: &str, default: i64| -> Result<usize, ConfigError> {
+            match opts.int(name)?.unwrap_or(default) {
+                n if n >= 0 => Ok(n as usize),
+                _ => Err(opts.error(name, "must not be negative")),
+            }
+        };
+        let pool_max = count(opts, "pool_max", 50)?.max(1);
+        let per_route = count(opts, "pool_max_per_route", 25)?.max(1);
+        let keepalive = opts.boolean_or("keepalive", true)?;
+        let retries = count(opts, "automatic_retries", 1)? as u32;
+        let retry_non_idempotent = opts.boolean_or("retry_non_idempotent", false)?;
+        let _ = opts.int("validate_after_inactivity")?;
+        if opts.boolean("cookies")? == Some(true) {
+            tracing::info!(
+                plugin = opts.plugin_name(),
+                "cookies => true: sluice keeps no cookies between requests"
+            );
+        }
+        let proxy = match opts.take("proxy") {
+            None => None,
+            Some((_, v)) => Some(proxy_url(&v).map_err(|e| opts.error("proxy", e))?),
+        };
+        let user = opts.string("user")?;
+        let password = opts.string("password")?;
+        let auth = match (user, password) {
+            (Some(u), Some(p)) => {
+                use base64::Engine;
+                Some(format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
+                ))
+            }
+            (Some(u), None) => {
+                return Err(opts.error("user", format!("{u:?} is given without a password")))
+            }
+            (None, Some(_)) => return Err(opts.error("password", "is given without a user")),
+            (None, None) => None,
+        };
+        let tls = crate::tls::read(opts, crate::tls::Names::Elasticsearch, true)?;
+        let proxy = match proxy {
+            Some(url) => {
+                Some(ureq::Proxy::new(&url).map_err(|e| opts.error("proxy", e.to_string()))?)
+            }
+            None => None,
+        };
+        let idle = if keepalive { per_route } else { 0 };
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(request_timeout))
+            .timeout_connect(Some(connect_timeout))
+            .timeout_recv_response(Some(socket_timeout))
+            .timeout_recv_body(Some(socket_timeout))
+            .max_redirects(if follow_redirects { 10 } else { 0 })
+            .max_idle_connections_per_host(idle)
+            .max_idle_connections(if keepalive { pool_max } else { 0 })
+            .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+            .proxy(proxy)
+            .tls_config(tls_config(tls.as_ref()).map_err(|e| opts.plugin_error(e))?)
+            .build();
+        Ok(Client {
+            agent: ureq::Agent::new_with_config(config),
+            auth,
+            retries,
+            retry_non_idempotent,
+        })
+    }
+
+    /// Sends a request (`method` in upper case); an answer of any status is a response, no
+    /// answer at all (after the retries) an error.
+    pub fn request(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<&[u8]>,
+    ) -> Result<Response, String> {
+        let idempotent = matches!(method, "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS");
+        let tries = if idempotent || self.retry_non_idempotent {
+            self.retries + 1
+        } else {
+            1
+        };
+        let mut last = String::new();
+        for attempt in 0..tries {
+            match self.send_once(method, url, headers, body) {
+                Ok(mut r) => {
+                    r.retried = attempt;
+                    return Ok(r);
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn send_once(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<&[u8]>,
+    ) -> Result<Response, String> {
+        let mut req = http::Request::builder().method(method).uri(url);
+        if let Some(a) = &self.auth {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            {
+                req = req.header("Authorization", a.as_str());
+            }
+        }
+        for (k, v) in headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let result = match body {
+            Some(b) => req.body(b).map(|r| self.agent.run(r)),
+            None => req.body(()).map(|r| self.agent.run(r)),
+        };
+        let mut response = result
+            .map_err(|e| format!("bad request: {e}"))?
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_vec()
+            .map_err(|e| format!("reading the response: {e}"))?;
+        Ok(Response {
+            status: status.as_u16(),
+            reason: status.canonical_reason().unwrap_or("").to_owned(),
+            headers,
+            body,
+            retried: 0,
+        })
+    }
+}
+
+/// The mixin's `proxy`: a URL, or a hash of `host`, `port` and `scheme` (`http`).
+fn proxy_url(v: &sluice_config::Value) -> Result<String, String> {
+    use sluice_config::Value as Ast;
+    let text = |v: &Ast| match v {
+        Ast::String(s) | Ast::Bareword(s) => Some(s.clone()),
+        Ast::Number(n) => Some(match n {
+            sluice_config::Number::Int(i) => i.to_string(),
+            sluice_config::Number::Float(f) => f.to_string(),
+        }),
+        _ => None,
+    };
+    match v {
+        Ast::Hash(entries) => {
+            let get = |k: &str| {
+                entries
+                    .iter()
+                    .find(|e| e.key == k)
+                    .and_then(|e| text(&e.value))
+            };
+            let host = get("host").ok_or("a proxy hash needs host (and port, scheme)")?;
+            let scheme = get("scheme").unwrap_or_else(|| "http".to_owned());
+            Ok(match get("port") {
+                Some(port) => format!("{scheme}://{host}:{port}"),
+                None => format!("{scheme}://{host}"),
+            })
+        }
+        other => text(other)
+            .ok_or_else(|| "expected a URL or a hash of host, port and scheme".to_owned()),
+    }
 }
 
 pub struct Pool {

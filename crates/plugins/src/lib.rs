@@ -65,6 +65,7 @@ pub fn registry() -> Registry {
     r.add_filter("fingerprint", filters::fingerprint::build);
     r.add_filter("anonymize", filters::anonymize::build);
     r.add_filter("logfmt", filters::logfmt::build);
+    r.add_filter("http", filters::http::build);
     r.add_filter("urldecode", filters::urldecode::build);
     r.add_filter("json_encode", filters::json_encode::build);
     r.add_filter("uuid", filters::uuid::build);

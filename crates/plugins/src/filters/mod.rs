@@ -17,6 +17,7 @@ pub mod environment;
 pub mod fingerprint;
 pub mod geoip;
 pub mod grok;
+pub mod http;
 pub mod json;
 pub mod json_encode;
 pub mod kv;
