@@ -79,6 +79,8 @@ pub struct PoolConfig {
     pub healthcheck_path: String,
     /// Idle keep-alive connections kept per host (one per worker is enough).
     pub max_idle_per_host: usize,
+    /// A proxy every request goes through (`http://host:port`).
+    pub proxy: Option<String>,
 }
 
 /// An HTTP client: statuses are answers, not errors; `timeout` bounds each whole request;
@@ -410,12 +412,26 @@ fn tls_config(tls: Option<&Tls>) -> Result<ureq::tls::TlsConfig, String> {
 
 impl Pool {
     pub fn new(config: PoolConfig) -> Result<Pool, String> {
-        let agent = agent(
-            config.tls.as_ref(),
-            config.timeout,
-            config.max_idle_per_host,
-            config.urls.len(),
-        )?;
+        let agent = match &config.proxy {
+            None => agent(
+                config.tls.as_ref(),
+                config.timeout,
+                config.max_idle_per_host,
+                config.urls.len(),
+            )?,
+            Some(url) => {
+                let proxy = ureq::Proxy::new(url).map_err(|e| format!("proxy {url:?}: {e}"))?;
+                let c = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .timeout_global(Some(config.timeout))
+                    .max_idle_connections_per_host(config.max_idle_per_host.max(1))
+                    .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+                    .proxy(Some(proxy))
+                    .tls_config(tls_config(config.tls.as_ref())?)
+                    .build();
+                ureq::Agent::new_with_config(c)
+            }
+        };
         let now = Instant::now();
         Ok(Pool {
             endpoints: config
@@ -582,6 +598,7 @@ mod tests {
             resurrect_delay: Duration::from_millis(0),
             healthcheck_path: "/".into(),
             max_idle_per_host: 1,
+            proxy: None,
         })
         .unwrap()
     }
@@ -670,6 +687,7 @@ mod tests {
             resurrect_delay: Duration::from_secs(3600),
             healthcheck_path: "/".into(),
             max_idle_per_host: 1,
+            proxy: None,
         })
         .unwrap();
         let mut ok = 0;

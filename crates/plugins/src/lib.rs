@@ -9,6 +9,7 @@ pub mod codecs;
 pub mod csv;
 pub mod dead_letter;
 pub mod ecs;
+pub mod es;
 pub mod field;
 pub mod filters;
 pub mod http;
@@ -20,6 +21,7 @@ pub mod numbers;
 pub mod outputs;
 pub mod redis_conn;
 pub mod retry;
+pub mod schedule;
 pub mod tls;
 
 #[cfg(not(feature = "kafka"))]
@@ -66,6 +68,7 @@ pub fn registry() -> Registry {
     r.add_filter("anonymize", filters::anonymize::build);
     r.add_filter("logfmt", filters::logfmt::build);
     r.add_filter("http", filters::http::build);
+    r.add_filter("elasticsearch", filters::elasticsearch::build);
     r.add_filter("urldecode", filters::urldecode::build);
     r.add_filter("json_encode", filters::json_encode::build);
     r.add_filter("uuid", filters::uuid::build);

@@ -13,6 +13,7 @@ pub mod dissect;
 pub mod dns;
 pub mod drop;
 pub mod elapsed;
+pub mod elasticsearch;
 pub mod environment;
 pub mod fingerprint;
 pub mod geoip;

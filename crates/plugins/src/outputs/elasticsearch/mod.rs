@@ -91,6 +91,7 @@ fn build_flavor(opts: &mut Options, flavor: Flavor) -> Result<Box<dyn Output>, C
         resurrect_delay: s.resurrect_delay,
         healthcheck_path: s.healthcheck_path.clone(),
         max_idle_per_host: s.pool_max_per_route.min(64),
+        proxy: None,
     })
     .map_err(|e| opts.plugin_error(e))?;
     let label = format!("{} output {}", opts.plugin_name(), s.hosts.join(","));
