@@ -46,6 +46,7 @@ pub fn registry() -> Registry {
     r.add_input("udp", inputs::udp::build);
     r.add_input("syslog", inputs::syslog::build);
     r.add_input("http", inputs::http::build);
+    r.add_input("http_poller", inputs::http_poller::build);
     #[cfg(feature = "kafka")]
     r.add_input("kafka", kafka::input::build);
     #[cfg(not(feature = "kafka"))]

@@ -1151,6 +1151,31 @@ impl Schedule {
     }
 }
 
+/// Runs `job` at each time `schedule` says, until it has nothing more to run or `stop` says
+/// so (checked at least every 100 ms while waiting). Returns when done.
+pub fn run(schedule: &Schedule, stop: impl Fn() -> bool, mut job: impl FnMut()) {
+    let started = Timestamp::now();
+    let mut previous = None;
+    while !stop() {
+        let Some(next) = schedule.next_after(previous, started, Timestamp::now()) else {
+            return;
+        };
+        loop {
+            if stop() {
+                return;
+            }
+            let wait = next.as_nanosecond() - Timestamp::now().as_nanosecond();
+            if wait <= 0 {
+                break;
+            }
+            let wait = Duration::from_nanos(wait.min(100_000_000) as u64);
+            std::thread::sleep(wait);
+        }
+        job();
+        previous = Some(next);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

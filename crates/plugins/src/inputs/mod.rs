@@ -5,6 +5,7 @@ pub mod dead_letter_queue;
 pub mod file;
 pub mod generator;
 pub mod http;
+pub mod http_poller;
 pub mod pipeline;
 pub mod redis;
 pub mod stdin;
