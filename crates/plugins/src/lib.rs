@@ -47,6 +47,7 @@ pub fn registry() -> Registry {
     r.add_input("syslog", inputs::syslog::build);
     r.add_input("http", inputs::http::build);
     r.add_input("http_poller", inputs::http_poller::build);
+    r.add_input("elasticsearch", inputs::elasticsearch::build);
     #[cfg(feature = "kafka")]
     r.add_input("kafka", kafka::input::build);
     #[cfg(not(feature = "kafka"))]

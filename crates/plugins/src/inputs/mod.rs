@@ -2,6 +2,7 @@
 
 pub mod beats;
 pub mod dead_letter_queue;
+pub mod elasticsearch;
 pub mod file;
 pub mod generator;
 pub mod http;
