@@ -71,6 +71,7 @@ pub fn registry() -> Registry {
     r.add_filter("logfmt", filters::logfmt::build);
     r.add_filter("http", filters::http::build);
     r.add_filter("elasticsearch", filters::elasticsearch::build);
+    r.add_filter("memcached", filters::memcached::build);
     r.add_filter("urldecode", filters::urldecode::build);
     r.add_filter("json_encode", filters::json_encode::build);
     r.add_filter("uuid", filters::uuid::build);

@@ -23,6 +23,7 @@ pub mod json;
 pub mod json_encode;
 pub mod kv;
 pub mod logfmt;
+pub mod memcached;
 pub mod metrics;
 pub mod mutate;
 pub mod prune;
