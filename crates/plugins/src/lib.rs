@@ -5,6 +5,7 @@
 //! Each plugin reads its options through `sluice_pipeline::Options`, so an unknown option or a
 //! wrong type is a config error with its file, line and column.
 
+pub mod aws;
 pub mod codecs;
 pub mod csv;
 pub mod dead_letter;
@@ -21,6 +22,7 @@ pub mod numbers;
 pub mod outputs;
 pub mod redis_conn;
 pub mod retry;
+pub mod s3;
 pub mod schedule;
 pub mod tls;
 
@@ -99,6 +101,7 @@ pub fn registry() -> Registry {
     r.add_output("redis", outputs::redis::build);
     r.add_output("pipeline", outputs::pipeline::build);
     r.add_output("http", outputs::http::build);
+    r.add_output("s3", outputs::s3::build);
     r.add_output("tcp", outputs::tcp::build);
     r.add_output("udp", outputs::udp::build);
     r.add_output("elasticsearch", outputs::elasticsearch::build);

@@ -6,6 +6,7 @@ pub mod http;
 pub mod null;
 pub mod pipeline;
 pub mod redis;
+pub mod s3;
 pub mod stdout;
 pub mod tcp;
 pub mod udp;

@@ -1,0 +1,278 @@
+//! The s3 output and the s3 and sqs inputs through the binary, against s3proxy (which checks
+//! SigV4 signatures) and ElasticMQ started here from Maven Central's jars
+//! (`scripts/fetch-aws-servers`).
+
+mod aws_support;
+mod net_support;
+mod run_support;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use aws_support::{make_bucket, s3proxy, KEY, SECRET};
+use run_support::{temp_dir, Run};
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else if !p.file_name().unwrap().to_string_lossy().starts_with('.') {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The lines of an object (gunzipped when it ends in .gz).
+fn lines_of(path: &Path) -> Vec<String> {
+    let data = std::fs::read(path).unwrap();
+    let text = if path.extension().is_some_and(|x| x == "gz") {
+        let mut out = String::new();
+        flate2::read::MultiGzDecoder::new(&data[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        out
+    } else {
+        String::from_utf8(data).unwrap()
+    };
+    text.lines().map(str::to_owned).collect()
+}
+
+fn count(lines: &[String]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for l in lines {
+        *m.entry(l.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+fn s3_options(url: &str) -> String {
+    format!(
+        r#"endpoint => "{url}" access_key_id => "{KEY}" secret_access_key => "{SECRET}"
+           additional_settings => {{ "force_path_style" => "true" }} region => "us-east-1""#
+    )
+}
+
+#[test]
+fn output_rotates_uploads_and_encodes() {
+    let dir = temp_dir("s3", "output");
+    let Some(s3) = s3proxy(&dir.join("s3")) else {
+        return;
+    };
+    let bucket = make_bucket(&s3, "logs");
+    for (gzip, name) in [(false, "plain"), (true, "gz")] {
+        let config = format!(
+            r#"input {{ generator {{ count => 3000 lines => ["a", "b"] }} }}
+               filter {{ mutate {{ copy => {{ "message" => "kind" }} }}
+                         mutate {{ replace => {{ "message" => "%{{message}} %{{[event][sequence]}}" }} }} }}
+               output {{ s3 {{ bucket => "logs" {opts} prefix => "{name}/%{{kind}}" size_file => 5000
+                   encoding => "{enc}" temporary_directory => "{tmp}" codec => line {{ format => "%{{message}}" }} }} }}"#,
+            opts = s3_options(&s3.url),
+            enc = if gzip { "gzip" } else { "none" },
+            tmp = dir.join(format!("tmp-{name}")).display()
+        );
+        let mut run = Run::start(
+            &dir,
+            "",
+            &["-w", "2"],
+            &config,
+            Stdio::null(),
+            Stdio::null(),
+        );
+        assert!(run.exit(120).success(), "{}\n{}", run.log(), s3.log());
+        let objects = files(&bucket.join(name));
+        assert!(objects.len() > 2, "{objects:?}\n{}", run.log());
+        let mut all = Vec::new();
+        for o in &objects {
+            assert!(o.to_string_lossy().contains("/ls.s3."), "{o:?}");
+            assert_eq!(o.extension().unwrap() == "gz", gzip, "{o:?}");
+            all.extend(lines_of(o));
+        }
+        let seen = count(&all);
+        assert_eq!(seen.len(), 6000, "{name}");
+        assert!(seen.values().all(|n| *n == 1));
+        // prefixes by kind
+        assert!(files(&bucket.join(name).join("a"))
+            .iter()
+            .all(|f| lines_of(f).iter().all(|l| l.starts_with("a "))));
+        // nothing left behind
+        assert!(files(&dir.join(format!("tmp-{name}"))).is_empty());
+    }
+}
+
+#[test]
+fn output_multipart_and_a_store_that_comes_back_later() {
+    let dir = temp_dir("s3", "later");
+    let port = net_support::free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    // 6 MB of events (past the 5 MiB multipart threshold) make one file that rotates.
+    let config = format!(
+        r#"input {{ stdin {{ }} }}
+           output {{ s3 {{ bucket => "big" {opts} upload_multipart_threshold => 5242880 retry_delay => 0.2
+               temporary_directory => "{tmp}" size_file => 6000000 codec => line {{ format => "%{{message}}" }} }} }}"#,
+        opts = s3_options(&url),
+        tmp = dir.join("tmp").display()
+    );
+    let mut run = Run::start(
+        &dir,
+        "",
+        &["-w", "1"],
+        &config,
+        Stdio::piped(),
+        Stdio::null(),
+    );
+    let mut stdin = run.child.stdin.take().unwrap();
+    let pad = "x".repeat(1000);
+    for i in 0..6000 {
+        writeln!(stdin, "{i:05} {pad}").unwrap();
+    }
+    stdin.flush().unwrap();
+    // The store is not there yet: the upload is tried again...
+    run.wait_log("uploading failed, retrying", 60);
+    // ... and goes through once it is.
+    let s3_dir = dir.join("s3");
+    std::fs::create_dir_all(s3_dir.join("data/big")).unwrap();
+    let Some(_s3) = aws_support::s3proxy_on(&s3_dir, port) else {
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while files(&s3_dir.join("data/big")).is_empty() {
+        assert!(Instant::now() < deadline, "{}", run.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(stdin);
+    assert!(run.exit(120).success(), "{}", run.log());
+    let objects = files(&s3_dir.join("data/big"));
+    assert_eq!(objects.len(), 1, "{objects:?}");
+    let lines = lines_of(&objects[0]);
+    assert_eq!(lines.len(), 6000);
+    assert_eq!(count(&lines).len(), 6000);
+}
+
+#[test]
+fn output_restores_what_a_killed_run_left() {
+    let dir = temp_dir("s3", "restore");
+    let Some(s3) = s3proxy(&dir.join("s3")) else {
+        return;
+    };
+    let bucket = make_bucket(&s3, "kept");
+    let tmp = dir.join("tmp");
+    for gzip in [false, true] {
+        let config = format!(
+            r#"input {{ stdin {{ }} }}
+               output {{ s3 {{ bucket => "kept" {opts} temporary_directory => "{tmp}" size_file => 100000000
+                   time_file => 60 encoding => "{enc}" codec => line {{ format => "%{{message}}" }} }} }}"#,
+            opts = s3_options(&s3.url),
+            tmp = tmp.display(),
+            enc = if gzip { "gzip" } else { "none" },
+        );
+        let mut run = Run::start(
+            &dir,
+            "",
+            &["-w", "1"],
+            &config,
+            Stdio::piped(),
+            Stdio::null(),
+        );
+        let mut stdin = run.child.stdin.take().unwrap();
+        for i in 0..500 {
+            writeln!(stdin, "line {gzip} {i}").unwrap();
+        }
+        stdin.flush().unwrap();
+        // Wait until the 500 lines are in the temporary files, then kill.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let n: usize = files(&tmp).iter().map(|f| lines_of(f).len()).sum();
+            if n == 500 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{n} lines in {tmp:?}\n{}",
+                run.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        run.signal("-KILL");
+        let _ = run.exit(30);
+        if gzip {
+            // A crash in the middle of a write leaves a torn member: half of one more.
+            let f = &files(&tmp)[0];
+            let mut member = Vec::new();
+            let mut enc =
+                flate2::write::GzEncoder::new(&mut member, flate2::Compression::default());
+            enc.write_all(b"torn line\n").unwrap();
+            enc.finish().unwrap();
+            let mut file = std::fs::OpenOptions::new().append(true).open(f).unwrap();
+            file.write_all(&member[..member.len() / 2]).unwrap();
+        }
+        // The next start uploads them.
+        let mut again = Run::start(
+            &dir,
+            "",
+            &["-w", "1"],
+            &config,
+            Stdio::null(),
+            Stdio::null(),
+        );
+        assert!(again.exit(60).success(), "{}", again.log());
+        let objects = files(&bucket);
+        let lines: Vec<String> = objects
+            .iter()
+            .filter(|o| (o.extension().unwrap() == "gz") == gzip)
+            .flat_map(|o| lines_of(o))
+            .collect();
+        let seen = count(&lines);
+        assert_eq!(seen.len(), 500, "gzip {gzip}: {}", again.log());
+        assert!(seen.values().all(|n| *n == 1));
+        assert!(!seen.contains_key("torn line"));
+        assert!(files(&tmp).is_empty());
+    }
+}
+
+#[test]
+fn output_option_errors_are_named() {
+    for (config, want) in [
+        ("s3 { }", "bucket"),
+        ("s3 { bucket => \"b\" prefix => \"a^b\" }", "prefix"),
+        (
+            "s3 { bucket => \"b\" size_file => 0 time_file => 0 }",
+            "size_file",
+        ),
+        (
+            "s3 { bucket => \"b\" role_arn => \"arn:aws:iam::1:role/x\" }",
+            "role_arn",
+        ),
+        (
+            "s3 { bucket => \"b\" additional_settings => { \"foo\" => \"1\" } }",
+            "additional_settings",
+        ),
+        (
+            "s3 { bucket => \"b\" access_key_id => \"k\" }",
+            "secret_access_key",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "-t",
+                "-e",
+                &format!("input {{ stdin {{}} }} output {{ {config} }}"),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success(), "{config}: {err}");
+        assert!(err.contains(want), "{config}: {err}");
+    }
+}
