@@ -463,6 +463,7 @@ impl Agent {
             batch_size = spec.settings.batch_size,
             batch_delay_ms = spec.settings.batch_delay.as_millis() as u64,
             queue = %spec.queue.queue_type,
+            ordered = spec.settings.ordered,
             "starting pipeline"
         );
         let running = runtime::start(spec.settings.clone(), compiled, queue, dlq)

@@ -344,12 +344,6 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
         Some("false") => false,
         _ => o.workers == Some(1),
     };
-    if ps.ordered {
-        tracing::info!(
-            pipeline = %id,
-            "pipeline.ordered: events keep their order, each going through the filters alone (pipeline.ordered: false lets batches through whole)"
-        );
-    }
     Ok(ps)
 }
 

@@ -276,3 +276,169 @@ fn output_option_errors_are_named() {
         assert!(err.contains(want), "{config}: {err}");
     }
 }
+
+/// An object in s3proxy's filesystem store, last modified `age` seconds ago.
+fn put_object(bucket: &Path, key: &str, data: &[u8], age: u64) {
+    let path = bucket.join(key);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, data).unwrap();
+    let when = std::time::SystemTime::now() - Duration::from_secs(age);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+fn gz(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = flate2::write::GzEncoder::new(&mut out, flate2::Compression::default());
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap();
+    out
+}
+
+fn run_input(dir: &Path, config: &str) -> (Vec<serde_json::Value>, String) {
+    let mut run = Run::start(dir, "", &["-w", "1"], config, Stdio::null(), Stdio::piped());
+    let out = run.read_stdout();
+    assert!(run.exit(60).success(), "{}", run.log());
+    let events = out
+        .join()
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (events, run.log())
+}
+
+#[test]
+fn input_reads_each_object_once_then_backs_up_and_deletes() {
+    let dir = temp_dir("s3", "input");
+    let Some(s3) = s3proxy(&dir.join("s3")) else {
+        return;
+    };
+    let inb = make_bucket(&s3, "inbox");
+    make_bucket(&s3, "backup");
+    put_object(&inb, "logs/a.log", b"a1\na2\na3\n", 100);
+    put_object(&inb, "logs/b.log.gz", &gz("b1\nb2\n"), 50);
+    put_object(&inb, "logs/c.tmp", b"skipped\n", 45);
+    put_object(
+        &inb,
+        "logs/cf.log",
+        b"#Version: 1.0\n#Fields: date time\ncf1\n",
+        40,
+    );
+    let sincedb = dir.join("sincedb");
+    let config = |delete: bool| {
+        format!(
+            r#"input {{ s3 {{ bucket => "inbox" {opts} prefix => "logs/" exclude_pattern => "\.tmp$"
+                watch_for_new_files => false sincedb_path => "{since}" ecs_compatibility => disabled
+                {extra} }} }}
+               filter {{ mutate {{ copy => {{ "[@metadata][s3][key]" => "key" }} }} }}
+               output {{ stdout {{ codec => json_lines }} }}"#,
+            opts = s3_options(&s3.url),
+            since = sincedb.display(),
+            extra = if delete {
+                r#"delete => true backup_to_bucket => "backup" backup_add_prefix => "done/""#
+            } else {
+                ""
+            }
+        )
+    };
+    let (events, log) = run_input(&dir, &config(false));
+    let messages: Vec<&str> = events
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages, ["a1", "a2", "a3", "b1", "b2", "cf1"], "{log}");
+    assert_eq!(events[0]["key"], "logs/a.log");
+    assert_eq!(events[5]["cloudfront_version"], "1.0");
+    assert_eq!(events[5]["cloudfront_fields"], "date time");
+    // Again: nothing new.
+    let (events, log) = run_input(&dir, &config(false));
+    assert!(events.is_empty(), "{events:?}\n{log}");
+    // A new object: only it, then backed up and deleted.
+    put_object(&inb, "logs/d.log", b"d1\n", 20);
+    let (events, log) = run_input(&dir, &config(true));
+    assert_eq!(events.len(), 1, "{log}");
+    assert_eq!(events[0]["message"], "d1");
+    assert!(!inb.join("logs/d.log").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("s3/data/backup/done/logs/d.log")).unwrap(),
+        "d1\n"
+    );
+}
+
+#[test]
+fn sqs_input_receives_queues_then_deletes() {
+    let dir = temp_dir("s3", "sqs");
+    let Some(mq) = aws_support::elasticmq(&dir.join("mq")) else {
+        return;
+    };
+    let call = |url: &str, body: &str| -> String {
+        let req = ureq::http::Request::builder()
+            .method("POST")
+            .uri(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body.to_owned())
+            .unwrap();
+        let agent = ureq::Agent::new_with_defaults();
+        agent.run(req).unwrap().body_mut().read_to_string().unwrap()
+    };
+    let created = call(
+        &format!("{}/", mq.url),
+        "Action=CreateQueue&QueueName=events",
+    );
+    assert!(created.contains("QueueUrl"), "{created}");
+    let q = format!("{}/000000000000/events", mq.url);
+    for i in 0..25 {
+        call(
+            &q,
+            &format!("Action=SendMessage&MessageBody=%7B%22n%22%3A{i}%7D"),
+        );
+    }
+    let opts = format!(
+        r#"endpoint => "{}" access_key_id => "{KEY}" secret_access_key => "{SECRET}""#,
+        mq.url
+    );
+    let config = format!(
+        r#"input {{ sqs {{ queue => "events" {opts} threads => 2 polling_frequency => 1
+              id_field => "sqs_id" md5_field => "sqs_md5" sent_timestamp_field => "sent" }} }}
+           output {{ stdout {{ codec => json_lines }} }}"#
+    );
+    let mut run = Run::start(
+        &dir,
+        "",
+        &["-w", "1"],
+        &config,
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let (out, lines) = run.read_stdout_counting();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lines.load(std::sync::atomic::Ordering::Relaxed) < 25 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("-TERM");
+    assert!(run.exit(60).success(), "{}", run.log());
+    let events: Vec<serde_json::Value> = out
+        .join()
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut ns: Vec<i64> = events.iter().map(|e| e["n"].as_i64().unwrap()).collect();
+    ns.sort();
+    assert_eq!(ns, (0..25).collect::<Vec<_>>(), "{}", run.log());
+    assert!(events[0]["sqs_id"].as_str().is_some_and(|s| !s.is_empty()));
+    assert_eq!(events[0]["sqs_md5"].as_str().unwrap().len(), 32);
+    assert!(events[0]["sent"].as_str().unwrap().starts_with("20"));
+    // Deleted once queued: nothing is left.
+    let attrs = call(
+        &q,
+        "Action=GetQueueAttributes&AttributeName.1=ApproximateNumberOfMessages&AttributeName.2=ApproximateNumberOfMessagesNotVisible",
+    );
+    assert!(attrs.matches("<Value>0</Value>").count() == 2, "{attrs}");
+}

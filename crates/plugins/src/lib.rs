@@ -15,11 +15,13 @@ pub mod field;
 pub mod filters;
 pub mod http;
 pub mod inputs;
+pub mod jdbc;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod net;
 pub mod numbers;
 pub mod outputs;
+pub mod rabbitmq_conn;
 pub mod redis_conn;
 pub mod retry;
 pub mod s3;
@@ -50,6 +52,10 @@ pub fn registry() -> Registry {
     r.add_input("http", inputs::http::build);
     r.add_input("http_poller", inputs::http_poller::build);
     r.add_input("elasticsearch", inputs::elasticsearch::build);
+    r.add_input("jdbc", jdbc::build_input);
+    r.add_input("s3", inputs::s3::build);
+    r.add_input("sqs", inputs::sqs::build);
+    r.add_input("rabbitmq", inputs::rabbitmq::build);
     #[cfg(feature = "kafka")]
     r.add_input("kafka", kafka::input::build);
     #[cfg(not(feature = "kafka"))]
@@ -74,6 +80,8 @@ pub fn registry() -> Registry {
     r.add_filter("http", filters::http::build);
     r.add_filter("elasticsearch", filters::elasticsearch::build);
     r.add_filter("memcached", filters::memcached::build);
+    r.add_filter("jdbc_streaming", jdbc::build_streaming);
+    r.add_filter("jdbc_static", jdbc::build_static);
     r.add_filter("urldecode", filters::urldecode::build);
     r.add_filter("json_encode", filters::json_encode::build);
     r.add_filter("uuid", filters::uuid::build);
@@ -99,6 +107,7 @@ pub fn registry() -> Registry {
     r.add_output("file", outputs::file::build);
     r.add_output("null", outputs::null::build);
     r.add_output("redis", outputs::redis::build);
+    r.add_output("rabbitmq", outputs::rabbitmq::build);
     r.add_output("pipeline", outputs::pipeline::build);
     r.add_output("http", outputs::http::build);
     r.add_output("s3", outputs::s3::build);

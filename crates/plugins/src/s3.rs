@@ -106,8 +106,14 @@ impl Bucket {
         } else {
             format!("?{query}")
         };
+        // The bucket itself (a listing) has no trailing slash in path style.
+        let slash_key = if key.is_empty() && self.path_style {
+            String::new()
+        } else {
+            format!("/{key}")
+        };
         match (&self.aws.endpoint, self.path_style) {
-            (Some(e), true) => format!("{e}/{bucket}/{key}{q}"),
+            (Some(e), true) => format!("{e}/{bucket}{slash_key}{q}"),
             (Some(e), false) => {
                 let (scheme, host) = e.split_once("://").unwrap_or(("https", e));
                 format!("{scheme}://{bucket}.{host}/{key}{q}")

@@ -5,6 +5,7 @@ pub mod file;
 pub mod http;
 pub mod null;
 pub mod pipeline;
+pub mod rabbitmq;
 pub mod redis;
 pub mod s3;
 pub mod stdout;
