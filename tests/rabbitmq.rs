@@ -391,6 +391,24 @@ fn broker_killed_mid_stream_loses_nothing_and_both_sides_reconnect() {
         ),
     );
     wait_consuming(&consumer, 1);
+    // A wrong password: the input says which plugin cannot get in, and why to look at the
+    // credentials, and keeps trying rather than exiting.
+    let refused = sluice(
+        &dir,
+        "refused",
+        &format!(
+            r#"input {{ rabbitmq {{ host => "127.0.0.1" port => {p}
+                          password => "not-the-password" queue => "ha" durable => true }} }}
+               output {{ null {{}} }}"#
+        ),
+    );
+    refused.wait_log("check user, password and vhost", 60);
+    let log = refused.log();
+    assert!(
+        log.contains("rabbitmq input amqp://guest@127.0.0.1") && log.contains("is unavailable"),
+        "the refusal should name the plugin:\n{log}"
+    );
+    drop(refused);
     // About 5,000 events a second, until SIGTERM.
     let mut producer = sluice(
         &dir,
