@@ -110,7 +110,7 @@ impl Aws {
             region,
             endpoint,
             credentials,
-            agent: ureq::Agent::new_with_config(config),
+            agent: crate::http::new_agent(config),
         })
     }
 

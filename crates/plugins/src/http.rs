@@ -13,11 +13,15 @@
 //! Responses of any status are returned as they are: what a status means is the caller's
 //! business. Only failures to get a response at all are errors.
 
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ureq::http;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use sluice_pipeline::{ConfigError, Options};
 
@@ -83,6 +87,60 @@ pub struct PoolConfig {
     pub proxy: Option<String>,
 }
 
+/// How long a host name's addresses are reused: the JVM's default DNS cache time, which is
+/// what Logstash's clients see.
+const DNS_CACHE: Duration = Duration::from_secs(30);
+
+/// The agent every plugin's HTTP goes through: `config` with [`CachingResolver`].
+pub fn new_agent(config: ureq::config::Config) -> ureq::Agent {
+    ureq::Agent::with_parts(config, DefaultConnector::new(), CachingResolver::default())
+}
+
+/// ureq asks its resolver for the addresses before every request, pooled connection or not,
+/// and its default resolver starts a thread per lookup whenever a timeout applies (always,
+/// here). This one answers an IP address at once and keeps a host name's addresses for
+/// [`DNS_CACHE`], so a request on a kept connection costs no thread and no lookup.
+#[derive(Debug, Default)]
+pub struct CachingResolver {
+    inner: DefaultResolver,
+    cache: Mutex<HashMap<(String, u16), (Instant, ResolvedSocketAddrs)>>,
+}
+
+impl Resolver for CachingResolver {
+    fn resolve(
+        &self,
+        uri: &http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let (Some(host), Some(port)) = (
+            uri.host(),
+            uri.port_u16().or(match uri.scheme_str() {
+                Some("http") => Some(80),
+                Some("https") => Some(443),
+                _ => None,
+            }),
+        ) else {
+            return self.inner.resolve(uri, config, timeout);
+        };
+        if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            let mut addrs = self.inner.empty();
+            addrs.push(SocketAddr::new(ip, port));
+            return Ok(addrs);
+        }
+        let key = (host.to_owned(), port);
+        let lock = || self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, addrs)) = lock().get(&key) {
+            if at.elapsed() < DNS_CACHE {
+                return Ok(addrs.clone());
+            }
+        }
+        let addrs = self.inner.resolve(uri, config, timeout)?;
+        lock().insert(key, (Instant::now(), addrs.clone()));
+        Ok(addrs)
+    }
+}
+
 /// An HTTP client: statuses are answers, not errors; `timeout` bounds each whole request;
 /// `idle_per_host` keep-alive connections are kept for each of `hosts` hosts.
 pub fn agent(
@@ -99,7 +157,7 @@ pub fn agent(
         .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
         .tls_config(tls_config(tls)?)
         .build();
-    Ok(ureq::Agent::new_with_config(config))
+    Ok(new_agent(config))
 }
 
 /// Logstash's `http_client` mixin (the http filter, the http_poller input): its options read
@@ -238,7 +296,7 @@ impl Client {
             .tls_config(tls_config(tls.as_ref()).map_err(|e| opts.plugin_error(e))?)
             .build();
         Ok(Client {
-            agent: ureq::Agent::new_with_config(config),
+            agent: new_agent(config),
             auth,
             retries,
             retry_non_idempotent,
@@ -429,7 +487,7 @@ impl Pool {
                     .proxy(Some(proxy))
                     .tls_config(tls_config(config.tls.as_ref())?)
                     .build();
-                ureq::Agent::new_with_config(c)
+                new_agent(c)
             }
         };
         let now = Instant::now();
