@@ -123,7 +123,11 @@ impl Resolver for CachingResolver {
         ) else {
             return self.inner.resolve(uri, config, timeout);
         };
-        if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+        if let Ok(ip) = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+        {
             let mut addrs = self.inner.empty();
             addrs.push(SocketAddr::new(ip, port));
             return Ok(addrs);
@@ -646,6 +650,37 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::TcpListener;
+
+    #[test]
+    fn the_resolver_answers_addresses_itself_and_keeps_names() {
+        let r = CachingResolver::default();
+        let config = ureq::config::Config::default();
+        let resolve = |u: &str| {
+            let uri: http::Uri = u.parse().unwrap();
+            let timeout = NextTimeout {
+                after: ureq::unversioned::transport::time::Duration::from_secs(5),
+                reason: ureq::Timeout::Resolve,
+                ..Default::default()
+            };
+            r.resolve(&uri, &config, timeout).map(|a| a.to_vec())
+        };
+        let v4 = resolve("http://127.0.0.2:9201/x").unwrap();
+        assert_eq!(v4, vec!["127.0.0.2:9201".parse::<SocketAddr>().unwrap()]);
+        let v6 = resolve("https://[::1]/").unwrap();
+        assert_eq!(v6, vec!["[::1]:443".parse::<SocketAddr>().unwrap()]);
+        assert!(
+            r.cache.lock().unwrap().is_empty(),
+            "addresses are not cached"
+        );
+        let named = resolve("http://localhost:9200/").unwrap();
+        assert!(!named.is_empty() && named.iter().all(|a| a.port() == 9200));
+        assert!(r
+            .cache
+            .lock()
+            .unwrap()
+            .contains_key(&("localhost".to_owned(), 9200)));
+        assert_eq!(resolve("http://localhost:9200/").unwrap(), named);
+    }
 
     fn pool(urls: Vec<String>) -> Pool {
         Pool::new(PoolConfig {
