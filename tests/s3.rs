@@ -370,22 +370,139 @@ fn input_reads_each_object_once_then_backs_up_and_deletes() {
     );
 }
 
+/// One SQS query-protocol call (ElasticMQ takes them unsigned); the answer's body.
+fn sqs_call(url: &str, body: &str) -> String {
+    let req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body.to_owned())
+        .unwrap();
+    let agent = ureq::Agent::new_with_defaults();
+    agent.run(req).unwrap().body_mut().read_to_string().unwrap()
+}
+
+/// The events of `out` (JSON lines), whole lines only.
+fn json_lines(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The store stops between two rounds of a watching s3 input, an object arrives while it is
+/// away, and the store comes back on the same port: the input logs the failures, keeps its
+/// place, and reads each object exactly once.
+#[test]
+fn input_keeps_its_place_while_the_store_is_away() {
+    let dir = temp_dir("s3", "input-away");
+    let port = net_support::free_port();
+    let Some(s3) = aws_support::s3proxy_on(&dir.join("s3"), port) else {
+        return;
+    };
+    let inb = make_bucket(&s3, "inbox");
+    put_object(&inb, "logs/a.log", b"a1\na2\na3\n", 100);
+    let config = format!(
+        r#"input {{ s3 {{ bucket => "inbox" {opts} prefix => "logs/" interval => 1
+              sincedb_path => "{since}" ecs_compatibility => disabled }} }}
+           output {{ stdout {{ codec => json_lines }} }}"#,
+        opts = s3_options(&s3.url),
+        since = dir.join("sincedb").display(),
+    );
+    let mut run = Run::start(
+        &dir,
+        "",
+        &["-w", "1"],
+        &config,
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let (out, lines) = run.read_stdout_counting();
+    let count = || lines.load(std::sync::atomic::Ordering::Relaxed);
+    run.wait_until("the first object's 3 lines", 60, || count() >= 3);
+    drop(s3);
+    put_object(&inb, "logs/b.log", b"b1\nb2\n", 50);
+    run.wait_log("unable to list objects", 30);
+    assert_eq!(count(), 3, "read while the store was away:\n{}", run.log());
+    let s3 = aws_support::s3proxy_on(&dir.join("s3"), port).unwrap();
+    run.wait_until("the second object's 2 lines", 60, || count() >= 5);
+    // A few more rounds: nothing is read twice.
+    std::thread::sleep(Duration::from_secs(3));
+    run.signal("-TERM");
+    assert!(run.exit(60).success(), "{}", run.log());
+    let events = json_lines(&out.join().unwrap());
+    let messages: Vec<&str> = events
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages, ["a1", "a2", "a3", "b1", "b2"], "{}", run.log());
+    drop(s3);
+}
+
+/// ElasticMQ is killed while the sqs input polls and started again (empty: it keeps queues in
+/// memory) on the same port; the input logs the failures, backs off, and receives what is sent
+/// to the new queue: every message once.
+#[test]
+fn sqs_input_rides_out_a_server_that_goes_away() {
+    let dir = temp_dir("s3", "sqs-away");
+    let port = net_support::free_port();
+    let Some(mq) = aws_support::elasticmq_on(&dir.join("mq"), port) else {
+        return;
+    };
+    let url = mq.url.clone();
+    let q = format!("{url}/000000000000/events");
+    let fill = |from: usize, to: usize| {
+        let created = sqs_call(&format!("{url}/"), "Action=CreateQueue&QueueName=events");
+        assert!(created.contains("QueueUrl"), "{created}");
+        for i in from..to {
+            sqs_call(
+                &q,
+                &format!("Action=SendMessage&MessageBody=%7B%22n%22%3A{i}%7D"),
+            );
+        }
+    };
+    fill(0, 20);
+    let config = format!(
+        r#"input {{ sqs {{ queue => "events" endpoint => "{url}" access_key_id => "{KEY}"
+              secret_access_key => "{SECRET}" polling_frequency => 1 }} }}
+           output {{ stdout {{ codec => json_lines }} }}"#
+    );
+    let mut run = Run::start(
+        &dir,
+        "",
+        &["-w", "1"],
+        &config,
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let (out, lines) = run.read_stdout_counting();
+    let count = || lines.load(std::sync::atomic::Ordering::Relaxed);
+    run.wait_until("the first 20 messages", 60, || count() >= 20);
+    drop(mq);
+    run.wait_log("retrying with exponential backoff", 30);
+    let mq = aws_support::elasticmq_on(&dir.join("mq"), port).unwrap();
+    fill(20, 40);
+    run.wait_until("the 20 messages sent after the restart", 90, || {
+        count() >= 40
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    run.signal("-TERM");
+    assert!(run.exit(60).success(), "{}", run.log());
+    let mut ns: Vec<i64> = json_lines(&out.join().unwrap())
+        .iter()
+        .map(|e| e["n"].as_i64().unwrap())
+        .collect();
+    ns.sort();
+    assert_eq!(ns, (0..40).collect::<Vec<_>>(), "{}", run.log());
+    drop(mq);
+}
+
 #[test]
 fn sqs_input_receives_queues_then_deletes() {
     let dir = temp_dir("s3", "sqs");
     let Some(mq) = aws_support::elasticmq(&dir.join("mq")) else {
         return;
     };
-    let call = |url: &str, body: &str| -> String {
-        let req = ureq::http::Request::builder()
-            .method("POST")
-            .uri(url)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body.to_owned())
-            .unwrap();
-        let agent = ureq::Agent::new_with_defaults();
-        agent.run(req).unwrap().body_mut().read_to_string().unwrap()
-    };
+    let call = sqs_call;
     let created = call(
         &format!("{}/", mq.url),
         "Action=CreateQueue&QueueName=events",

@@ -99,8 +99,12 @@ pub fn s3proxy_on(dir: &Path, port: u16) -> Option<Server> {
 
 /// ElasticMQ on a free port.
 pub fn elasticmq(dir: &Path) -> Option<Server> {
+    elasticmq_on(dir, crate::net_support::free_port())
+}
+
+/// ElasticMQ on `port` (its queues in memory: a new one starts empty).
+pub fn elasticmq_on(dir: &Path, port: u16) -> Option<Server> {
     let lib = lib("SLUICE_ELASTICMQ_LIB", ".cache/sluice/elasticmq-1.6.11/lib")?;
-    let port = crate::net_support::free_port();
     std::fs::create_dir_all(dir).unwrap();
     let conf = dir.join("elasticmq.conf");
     std::fs::write(

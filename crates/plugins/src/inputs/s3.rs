@@ -186,16 +186,18 @@ impl S3Input {
     /// short.
     fn process(&mut self, ctx: &InputContext, o: &Object) -> Result<bool, String> {
         let reply = self.bucket.get(&o.key)?;
-        let data = if self.gzip.is_match(&o.key) {
+        let inflated;
+        let data: &[u8] = if self.gzip.is_match(&o.key) {
             let mut out = Vec::new();
             std::io::Read::read_to_end(
                 &mut flate2::read::MultiGzDecoder::new(&reply.body[..]),
                 &mut out,
             )
             .map_err(|e| format!("{}: not gzip: {e}", o.key))?;
-            out
+            inflated = out;
+            &inflated
         } else {
-            reply.body.clone()
+            &reply.body
         };
         let mut meta = Map::new();
         if self.properties {
@@ -236,7 +238,7 @@ impl S3Input {
         let mut cloudfront: (Option<String>, Option<String>) = (None, None);
         let mut batch = Vec::new();
         let mut events = Vec::new();
-        let text = data.strip_suffix(b"\n").unwrap_or(&data);
+        let text = data.strip_suffix(b"\n").unwrap_or(data);
         for line in text.split(|b| *b == b'\n') {
             if ctx.is_stopping() {
                 tracing::warn!(key = %o.key, "s3 input: stopping in the middle of an object; it is read again at the next start");
