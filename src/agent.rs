@@ -466,7 +466,14 @@ impl Agent {
             ordered = spec.settings.ordered,
             "starting pipeline"
         );
-        let running = runtime::start(spec.settings.clone(), compiled, queue, dlq)
+        let mut settings = spec.settings.clone();
+        settings.lanes_dir = Some(
+            (spec.queue.path.clone())
+                .unwrap_or_else(|| self.path_data.join("queue"))
+                .join(&spec.id)
+                .join("lanes"),
+        );
+        let running = runtime::start(settings, compiled, queue, dlq)
             .map_err(|e| format!("pipeline {}: starting: {e}", spec.id))?;
         crate::shutdown::lock(&self.live).insert(spec.id.clone(), running.watch());
         self.monitor.pipeline_started(sluice_api::PipelineView {

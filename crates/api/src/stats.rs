@@ -533,6 +533,26 @@ pub(crate) fn pipeline_stats(t: &Tracked, reloads: &ReloadStats) -> Value {
             }
         }
     }
+    // Beyond Logstash: an output with a lane (see sluice_pipeline::lane) shows it.
+    for (entry, lane) in outputs.iter_mut().zip(&t.view.metrics.lanes) {
+        if let (Some(lane), Value::Object(entry)) = (lane, entry) {
+            let f = lane.figures();
+            entry.insert(
+                "lane".into(),
+                json!({
+                    "type": f.kind,
+                    "events": f.queued_events,
+                    "queue_size_in_bytes": f.queued_bytes,
+                    "max_queue_size_in_bytes": f.max_bytes,
+                    "oldest_event_age_in_seconds": f.oldest_age_seconds,
+                    "handoff_batches": f.handoff_batches,
+                    "delivered": f.delivered,
+                    "stored": f.stored,
+                    "dropped": f.dropped,
+                }),
+            );
+        }
+    }
     let codecs: Vec<Value> = plugins
         .codecs
         .iter()

@@ -13,6 +13,7 @@ pub mod bus;
 pub mod condition;
 pub mod dead_letter;
 pub mod graph;
+pub mod lane;
 pub mod lir;
 pub mod metrics;
 pub mod options;

@@ -229,6 +229,9 @@ pub struct PipelineMetrics {
     pub filter_dlq_routed: Box<[AtomicU64]>,
     /// `pipeline.batch.metrics.*`: the sizes of the batches workers read.
     pub batch: crate::batch_metrics::BatchMetrics,
+    /// Per output (config order): its lane, if it has one (whose sender counts what it
+    /// writes to the output).
+    pub lanes: Vec<Option<std::sync::Arc<crate::lane::Lane>>>,
 }
 
 impl Default for PipelineMetrics {
@@ -270,6 +273,7 @@ impl PipelineMetrics {
             input_counters: Vec::new(),
             filter_dlq_routed: (0..nf).map(|_| AtomicU64::new(0)).collect(),
             batch: Default::default(),
+            lanes: Vec::new(),
         }
     }
 
@@ -292,6 +296,11 @@ impl PipelineMetrics {
             }
             for (sum, c) in t.outputs.iter_mut().zip(w.outputs.iter()) {
                 add(sum, c);
+            }
+        }
+        for (sum, lane) in t.outputs.iter_mut().zip(self.lanes.iter()) {
+            if let Some(lane) = lane {
+                add(sum, &lane.counters);
             }
         }
         t.inputs = self

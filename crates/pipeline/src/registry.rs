@@ -95,6 +95,9 @@ pub struct BuiltOutput {
     /// The codec it encodes with, if any.
     pub codecs: Vec<PluginInfo>,
     pub output: Box<dyn Output>,
+    /// `lane => { ... }` (sluice's own): the output is written by a sender thread of its own
+    /// (see [`crate::lane`]).
+    pub lane: Option<crate::lane::LaneSpec>,
 }
 
 fn templates(list: Option<Vec<String>>) -> Vec<Template> {
@@ -257,7 +260,22 @@ impl Registry {
         let ctor = find(&self.outputs, &p.name)
             .ok_or_else(|| self.unknown(source, p, PluginKind::Output))?;
         let mut opts = Options::new(source, p, PluginKind::Output, self)?;
+        let explicit_id = opts.has("id");
         let (id, metrics) = Self::id(&mut opts, p)?;
+        let lane = match opts.hash("lane")? {
+            Some(entries) => {
+                let spec =
+                    crate::lane::LaneSpec::parse(&entries).map_err(|e| opts.error("lane", e))?;
+                if !explicit_id && matches!(spec.kind, crate::lane::LaneKind::Persisted { .. }) {
+                    return Err(opts.error(
+                        "lane",
+                        "a persisted lane needs the output's own `id` (its directory is named after it, and must stay the same across config edits)",
+                    ));
+                }
+                Some(spec)
+            }
+            None => None,
+        };
         let output = ctor(&mut opts)?;
         let codecs = opts.take_codecs();
         opts.finish()?;
@@ -267,6 +285,7 @@ impl Registry {
             name: p.name.clone(),
             codecs,
             output,
+            lane,
         })
     }
 

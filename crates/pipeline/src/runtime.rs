@@ -23,6 +23,7 @@ use sluice_event::Event;
 use crate::batch_metrics::{BatchMetrics, BatchSampler, SamplingMode};
 use crate::dead_letter::DeadLetterQueue;
 use crate::graph::{route, Compiled, FilterChain, Node};
+use crate::lane::{Lane, PendingAck, Sent};
 use crate::metrics::{Doing, PipelineMetrics};
 use crate::plugin::{Failure, InputContext, StopFlag, WriteContext};
 use crate::queue::EventQueue;
@@ -49,6 +50,9 @@ pub struct PipelineSettings {
     /// `pipeline.ordered` (true, or auto with `pipeline.workers: 1` set): the filters keep
     /// the events' order ([`FilterChain::set_ordered`]).
     pub ordered: bool,
+    /// Where persisted output lanes live: `<path.queue>/<pipeline id>/lanes` (each lane in
+    /// a directory named after its output's id).
+    pub lanes_dir: Option<std::path::PathBuf>,
 }
 
 /// `pipeline.recoverable`.
@@ -74,6 +78,7 @@ impl Default for PipelineSettings {
             recoverable: Recoverable::No,
             output_chunking_factor: 1000,
             ordered: false,
+            lanes_dir: None,
         }
     }
 }
@@ -89,6 +94,8 @@ pub struct RunningPipeline {
     active_running: Arc<AtomicUsize>,
     queue: Arc<dyn EventQueue>,
     workers: Vec<JoinHandle<()>>,
+    /// The lanes' sender threads.
+    senders: Vec<JoinHandle<()>>,
     outputs: Arc<Vec<BuiltOutput>>,
     metrics: Arc<PipelineMetrics>,
 }
@@ -111,7 +118,9 @@ struct Shared {
     /// A batch was given up (or an output closed): workers take no more batches.
     halted: AtomicBool,
     /// Events of the batches given up.
-    given_up: AtomicU64,
+    given_up: Arc<AtomicU64>,
+    /// Per output (config order): its lane, if it has one.
+    lanes: Vec<Option<Arc<Lane>>>,
     /// Set once [`RunningPipeline::finish`] is done.
     finished: AtomicBool,
     /// Why the pipeline crashed (an input failed, a worker panicked), if it did.
@@ -145,6 +154,26 @@ pub fn start(
     metrics.input_counters = (compiled.inputs.iter())
         .map(|i| i.input.counters())
         .collect();
+    let mut lanes = Vec::with_capacity(compiled.outputs.len());
+    for (k, out) in compiled.outputs.iter().enumerate() {
+        lanes.push(match &out.lane {
+            Some(spec) => {
+                let dir = (settings.lanes_dir.as_ref()).map(|d| d.join(lane_dir_name(&out.id)));
+                let lane = Lane::open(
+                    k,
+                    &out.id,
+                    spec.clone(),
+                    dir.as_deref(),
+                    settings.workers,
+                    settings.batch_size,
+                )
+                .map_err(std::io::Error::other)?;
+                Some(Arc::new(lane))
+            }
+            None => None,
+        });
+    }
+    metrics.lanes = lanes.clone();
     let metrics = Arc::new(metrics);
     let inputs = std::mem::take(&mut compiled.inputs);
     let shared = Arc::new(Shared {
@@ -158,7 +187,8 @@ pub fn start(
         stopping_passive: Arc::clone(&stopping_passive),
         interrupted: AtomicBool::new(false),
         halted: AtomicBool::new(false),
-        given_up: AtomicU64::new(0),
+        given_up: Arc::new(AtomicU64::new(0)),
+        lanes,
         finished: AtomicBool::new(false),
         crashed: std::sync::Mutex::new(None),
     });
@@ -188,6 +218,32 @@ pub fn start(
                         shared.crash(format!("worker {w} crashed: {why}"));
                         shared.halt();
                     }
+                })?,
+        );
+    }
+
+    let mut senders = Vec::new();
+    for lane in shared.lanes.iter().flatten() {
+        let shared = Arc::clone(&shared);
+        let lane = Arc::clone(lane);
+        senders.push(
+            std::thread::Builder::new()
+                .name(format!("[{}]>lane:{}", settings.id, lane.output_id))
+                .spawn(move || {
+                    let out = &shared.outputs[lane.output];
+                    lane.run_sender(&|events: &[&Event]| {
+                        match write_with_retry(&shared, out, events) {
+                            Written::Yes | Written::Rejected => Sent::Done,
+                            Written::GaveUp => {
+                                if !shared.interrupted.load(Ordering::Relaxed) {
+                                    // The output closed for good: the pipeline stops.
+                                    shared.halt();
+                                }
+                                Sent::GaveUp
+                            }
+                        }
+                    });
+                    tracing::debug!(output = %lane.output_id, "lane sender finished");
                 })?,
         );
     }
@@ -262,6 +318,7 @@ pub fn start(
         active_running,
         queue,
         workers,
+        senders,
         outputs: Arc::clone(&shared.outputs),
         metrics,
     })
@@ -277,6 +334,9 @@ impl Shared {
             self.stopping.set();
             self.stopping_passive.set();
             self.queue.close_without_drain();
+            for lane in self.lanes.iter().flatten() {
+                lane.stop();
+            }
         }
     }
 }
@@ -339,20 +399,38 @@ fn worker_loop(shared: &Shared, mut chain: FilterChain, worker: usize) {
         } else {
             events.len().max(1)
         };
-        if events
-            .chunks(chunk)
-            .all(|part| deliver(shared, part, worker))
-        {
-            shared.queue.ack(batch.token);
+        if shared.lanes.iter().any(Option::is_some) {
+            // Lanes take their shares of the batch, which they may hold after this worker
+            // is done with it: the batch is acked when the last share is done.
+            let ack = Arc::new(PendingAck::new(
+                Some(batch.token),
+                Arc::clone(&shared.queue),
+                n,
+                Arc::clone(&shared.given_up),
+            ));
+            let events = Arc::new(events);
+            if deliver_laned(shared, &events, chunk, worker, &ack) {
+                ack.done();
+            } else {
+                ack.fail();
+                shared.halt();
+            }
         } else {
-            // Not acked: a persisted queue keeps the batch for the next start.
-            shared.given_up.fetch_add(n, Ordering::Relaxed);
-            shared.halt();
+            if events
+                .chunks(chunk)
+                .all(|part| deliver(shared, part, worker))
+            {
+                shared.queue.ack(batch.token);
+            } else {
+                // Not acked: a persisted queue keeps the batch for the next start.
+                shared.given_up.fetch_add(n, Ordering::Relaxed);
+                shared.halt();
+            }
+            if recycle {
+                shared.queue.recycle(events);
+            }
         }
         activity.set(Doing::Idle, since, 0);
-        if recycle {
-            shared.queue.recycle(events);
-        }
         counters.record_batch(n, n, started.elapsed());
     }
     let rest = chain.flush();
@@ -398,7 +476,21 @@ fn deliver_released(
     chain.send_dead_letters(shared.dlq.as_deref());
     events.retain(|e| !e.is_cancelled());
     let n = events.len() as u64;
-    if !deliver(shared, &events, worker) {
+    if shared.lanes.iter().any(Option::is_some) {
+        let ack = Arc::new(PendingAck::new(
+            None,
+            Arc::clone(&shared.queue),
+            n,
+            Arc::clone(&shared.given_up),
+        ));
+        let events = Arc::new(events);
+        if deliver_laned(shared, &events, events.len().max(1), worker, &ack) {
+            ack.done();
+        } else {
+            ack.fail();
+            shared.halt();
+        }
+    } else if !deliver(shared, &events, worker) {
         shared.given_up.fetch_add(n, Ordering::Relaxed);
         shared.halt();
     }
@@ -438,6 +530,91 @@ fn deliver(shared: &Shared, events: &[Event], worker: usize) -> bool {
         }
     }
     true
+}
+
+/// [`deliver`] for a pipeline with lanes: outputs without a lane are written here (in
+/// chunks of `chunk`), each laned output's share goes to its lane. False when an output gave
+/// the batch up or a lane could not take its share (the batch must not be acked).
+fn deliver_laned(
+    shared: &Shared,
+    events: &Arc<Vec<Event>>,
+    chunk: usize,
+    worker: usize,
+    ack: &Arc<PendingAck>,
+) -> bool {
+    let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
+    route(&shared.output_tree, events, &mut per_output);
+    let w = &shared.metrics.workers[worker];
+    let base = events.as_ptr() as usize;
+    let size = std::mem::size_of::<Event>().max(1);
+    for (k, ((out, list), c)) in shared
+        .outputs
+        .iter()
+        .zip(&per_output)
+        .zip(w.outputs.iter())
+        .enumerate()
+    {
+        if list.is_empty() {
+            continue;
+        }
+        if let Some(lane) = &shared.lanes[k] {
+            let picks: Vec<u32> = list
+                .iter()
+                .map(|e| ((*e as *const Event as usize - base) / size) as u32)
+                .collect();
+            if !lane.offer(events, picks, ack) {
+                return false;
+            }
+            continue;
+        }
+        let started = Instant::now();
+        let n = list.len() as u64;
+        w.activity.set(
+            Doing::Output(k),
+            started.duration_since(shared.metrics.started),
+            n,
+        );
+        let mut written = Written::Yes;
+        for part in list.chunks(chunk) {
+            match write_with_retry(shared, out, part) {
+                Written::GaveUp => {
+                    written = Written::GaveUp;
+                    break;
+                }
+                Written::Rejected => written = Written::Rejected,
+                Written::Yes => {}
+            }
+        }
+        c.record(
+            n,
+            if written == Written::Yes { n } else { 0 },
+            started.elapsed(),
+        );
+        if written == Written::GaveUp {
+            return false;
+        }
+    }
+    true
+}
+
+/// A lane's directory name: the output's id with anything but letters, digits, `-`, `_` and
+/// `.` replaced by `_`.
+fn lane_dir_name(id: &str) -> String {
+    let name: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.starts_with('.') {
+        format!("_{name}")
+    } else {
+        name
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -509,6 +686,9 @@ impl PipelineWatch {
     pub fn interrupt(&self) {
         self.shared.interrupted.store(true, Ordering::SeqCst);
         self.shared.stopping.set();
+        for lane in self.shared.lanes.iter().flatten() {
+            lane.stop();
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -651,6 +831,22 @@ impl RunningPipeline {
                 tracing::error!(pipeline = %self.settings.id, "a worker panicked");
             }
         }
+        // Lanes: after a stop signal they keep what they hold; else they empty first.
+        for lane in self.shared.lanes.iter().flatten() {
+            if self.shared.interrupted.load(Ordering::SeqCst) {
+                lane.stop();
+            } else {
+                lane.close();
+            }
+        }
+        for s in self.senders {
+            if s.join().is_err() {
+                tracing::error!(pipeline = %self.settings.id, "a lane sender panicked");
+            }
+        }
+        for lane in self.shared.lanes.iter().flatten() {
+            lane.shutdown();
+        }
         for out in self.outputs.iter() {
             if let Err(e) = out.output.close() {
                 tracing::error!(output = %out.id, error = %e, "closing output failed");
@@ -659,8 +855,9 @@ impl RunningPipeline {
         let figures = self.queue.figures();
         let given_up = self.shared.given_up.load(Ordering::Relaxed);
         let mut lost = 0;
-        if figures.kind == "memory" && self.shared.halted.load(Ordering::Relaxed) {
-            lost = given_up + figures.unread_events;
+        let halted = self.shared.halted.load(Ordering::Relaxed);
+        if figures.kind == "memory" && (halted || given_up > 0) {
+            lost = given_up + if halted { figures.unread_events } else { 0 };
             if lost > 0 {
                 tracing::error!(pipeline = %self.settings.id, events = lost, "{lost} event(s) were not delivered and are lost (memory queue: {given_up} given up by a failing output, {} left in the queue); a persisted queue (queue.type: persisted) keeps them", figures.unread_events);
             }

@@ -1,0 +1,280 @@
+//! Output lanes through the binary: an output whose destination fails (an HTTP server of the
+//! test's own answering 503) stalls neither the other output nor the input, its lane holds
+//! what it could not write, and everything reaches it once the destination is back, after a
+//! graceful end and after a SIGKILL during the outage.
+
+mod api_support;
+mod http_server;
+mod run_support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use api_support::Sluice;
+use http_server::{Reply, Server};
+
+/// A server that takes `json_batch` bodies (answering 503 while `down` is set); the bodies
+/// it took with 200 are in `Destination::taken`.
+struct Destination {
+    server: Server,
+    taken: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+fn destination(down: &Arc<AtomicBool>) -> Destination {
+    let down = Arc::clone(down);
+    let taken = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&taken);
+    let server = Server::start(move |r| {
+        if down.load(Ordering::SeqCst) {
+            Reply::new(503, "text/plain", "down")
+        } else {
+            sink.lock().unwrap().push(r.body.clone());
+            Reply::new(200, "application/json", "{}")
+        }
+    });
+    Destination { server, taken }
+}
+
+/// Sequences the destination took (each body a JSON array), with their counts.
+fn received(d: &Destination) -> BTreeMap<i64, usize> {
+    let mut seqs = BTreeMap::new();
+    for body in d.taken.lock().unwrap().iter() {
+        let Ok(serde_json::Value::Array(events)) = serde_json::from_slice(body) else {
+            panic!("not a JSON array: {}", String::from_utf8_lossy(body));
+        };
+        for e in events {
+            *seqs.entry(seq_of(&e).expect("a sequence")).or_insert(0) += 1;
+        }
+    }
+    seqs
+}
+
+fn seq_of(e: &serde_json::Value) -> Option<i64> {
+    e["event"]["sequence"]
+        .as_i64()
+        .or_else(|| e["sequence"].as_i64())
+        .or_else(|| e["message"].as_str()?.parse().ok())
+}
+
+/// Lines of `out` (whole ones), by sequence.
+fn in_file(out: &Path) -> BTreeMap<i64, usize> {
+    let mut seqs = BTreeMap::new();
+    for l in run_support::complete_text(out).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        *seqs.entry(seq_of(&v).unwrap()).or_insert(0) += 1;
+    }
+    seqs
+}
+
+fn lane(stats: &serde_json::Value) -> serde_json::Value {
+    stats["pipelines"]["main"]["plugins"]["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "web")
+        .map(|o| o["lane"].clone())
+        .unwrap_or_default()
+}
+
+/// Lines the file output wrote per second over `span`.
+fn file_rate(out: &Path, span: Duration) -> f64 {
+    let before = run_support::complete_text(out).lines().count();
+    std::thread::sleep(span);
+    let after = run_support::complete_text(out).lines().count();
+    (after - before) as f64 / span.as_secs_f64()
+}
+
+#[test]
+fn an_output_that_fails_stalls_neither_the_other_output_nor_the_input() {
+    const N: i64 = 30_000;
+    let dir = api_support::temp_dir("lanes-outage");
+    let down = Arc::new(AtomicBool::new(false));
+    let server = destination(&down);
+    let out = dir.join("out.json");
+    // About 5,000 events a second from one worker, so that the run spans the outage.
+    let config = format!(
+        r#"input {{ generator {{ count => {N} }} }}
+           filter {{ sleep {{ time => "0.01" every => 50 }} }}
+           output {{
+             file {{ path => "{}" }}
+             http {{ id => "web" url => "{}/bulk" http_method => "post" format => "json_batch"
+                     retry_failed => true
+                     lane => {{ type => persisted max_bytes => "256mb" page_capacity => "1mb" }} }}
+           }}"#,
+        out.display(),
+        server.server.url
+    );
+    let mut sluice = Sluice::start(
+        &dir,
+        "api.http.port: 9600-9700\npipeline.workers: 1\n",
+        "",
+        &["-e", &config],
+    );
+    sluice.wait_for(30, "events flowing", |v| {
+        v["pipelines"]["main"]["events"]["out"].as_u64() > Some(2_000)
+    });
+    let before = file_rate(&out, Duration::from_secs(1));
+    down.store(true, Ordering::SeqCst);
+    let stats = sluice.wait_for(30, "the lane to store events", |v| {
+        lane(v)["events"].as_u64() > Some(1_000)
+    });
+    let during = file_rate(&out, Duration::from_secs(2));
+    eprintln!("file output: {before:.0} events/s before the outage, {during:.0} during it");
+    assert!(
+        during >= before / 2.0,
+        "the file output slowed from {before:.0} to {during:.0} events/s during the outage"
+    );
+    let l = lane(&stats);
+    assert_eq!(l["type"], "persisted", "{l}");
+    assert!(l["stored"].as_u64() > Some(0), "{l}");
+    assert!(
+        dir.join("data/queue/main/lanes/web").is_dir(),
+        "the lane's directory"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    down.store(false, Ordering::SeqCst);
+    // The generator ends; a graceful end empties the lane before the process exits.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = sluice.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "sluice did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}\n{}", sluice.log());
+    run_support::assert_exactly_once(&in_file(&out), N);
+    let got = received(&server);
+    let missing: Vec<_> = (0..N).filter(|n| !got.contains_key(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} events never reached the http output: {:?}...",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGKILL while the destination is down and the lane holds events; the next start (the
+/// destination back) delivers every event to both outputs: what the lane held, what the
+/// persisted main queue held, nothing lost.
+#[test]
+fn a_sigkill_during_the_outage_loses_nothing() {
+    const N: usize = 20_000;
+    let dir = api_support::temp_dir("lanes-kill");
+    let down = Arc::new(AtomicBool::new(true));
+    let server = destination(&down);
+    let out = dir.join("out.json");
+    let config = format!(
+        r#"input {{ stdin {{ }} }}
+           output {{
+             file {{ path => "{}" }}
+             http {{ id => "web" url => "{}/bulk" http_method => "post" format => "json_batch"
+                     lane => {{ type => persisted max_bytes => "256mb" page_capacity => "1mb" }} }}
+           }}"#,
+        out.display(),
+        server.server.url
+    );
+    let settings = "api.http.port: 9600-9700\nqueue.type: persisted\nqueue.drain: true\n";
+    let mut sluice = Sluice::start(&dir, settings, "", &["-e", &config]);
+    {
+        use std::io::Write;
+        let mut stdin = sluice.child.stdin.take().unwrap();
+        let lines: String = (0..N).map(|i| format!("{i}\n")).collect();
+        stdin.write_all(lines.as_bytes()).unwrap();
+        // stdin stays open: the run is killed, not ended.
+        std::mem::forget(stdin);
+    }
+    sluice.wait_for(60, "the file output to have everything", |_| {
+        in_file(&out).len() >= N
+    });
+    sluice.wait_for(30, "the lane to hold events", |v| {
+        lane(v)["events"].as_u64() > Some(0)
+    });
+    let _ = sluice.child.kill();
+    let _ = sluice.child.wait();
+    assert!(received(&server).is_empty(), "the destination was down");
+    down.store(false, Ordering::SeqCst);
+    // Again, with no input: the queue and the lane are emptied, then the run ends.
+    let mut again = run_support::Run::spawn(
+        &dir,
+        &format!(
+            "path.data: {}\nqueue.type: persisted\nqueue.drain: true\n",
+            dir.join("data").display()
+        ),
+        &["-e", &config],
+        Stdio::null(),
+        Stdio::null(),
+    );
+    let status = again.exit(120);
+    assert!(status.success(), "{status}\n{}", again.log());
+    let got = received(&server);
+    let missing: Vec<_> = (0..N as i64).filter(|n| !got.contains_key(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} events never reached the http output after the restart: {:?}...\n{}",
+        missing.len(),
+        &missing[..missing.len().min(10)],
+        again.log()
+    );
+    let file = in_file(&out);
+    assert!(
+        (0..N as i64).all(|n| file.contains_key(&n)),
+        "the file output lost events"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lane` is an output option: on an input or a filter it is unknown; a persisted lane needs
+/// the output's own id; bad values name the option.
+#[test]
+fn lane_option_errors_are_named() {
+    let check = |config: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["-t", "-e", config])
+            .output()
+            .unwrap()
+    };
+    for (config, says) in [
+        (
+            r#"input { generator { lane => { type => memory } } } output { null {} }"#,
+            "unknown setting \"lane\"",
+        ),
+        (
+            r#"input { generator { } } filter { mutate { lane => { type => memory } } } output { null {} }"#,
+            "unknown setting \"lane\"",
+        ),
+        (
+            r#"input { generator { } } output { null { lane => { type => persisted } } }"#,
+            "needs the output's own `id`",
+        ),
+        (
+            r#"input { generator { } } output { null { id => "n" lane => { type => disk } } }"#,
+            "not one of persisted, memory",
+        ),
+        (
+            r#"input { generator { } } output { null { lane => { type => memory overflow => never } } }"#,
+            "not one of block, drop_oldest",
+        ),
+    ] {
+        let o = check(config);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "accepted: {config}\n{err}");
+        assert!(err.contains(says) && err.contains("1:"), "{config}: {err}");
+    }
+    for config in [
+        r#"input { generator { } } output { null { lane => { type => memory max_events => 100 } } }"#,
+        r#"input { generator { } } output { null { id => "n" lane => { max_bytes => "4gb" overflow => drop_oldest } } }"#,
+    ] {
+        let o = check(config);
+        assert!(
+            o.status.success(),
+            "{config}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
