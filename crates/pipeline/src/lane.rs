@@ -42,6 +42,10 @@ use sluice_event::Event;
 use crate::metrics::PluginCounters;
 use crate::queue::{EventQueue, MemoryEventQueue, PersistedEventQueue};
 
+/// How long a worker waits for room in a full hand-off before the output counts as not
+/// keeping up and new shares go to the store.
+const SPILL_AFTER: Duration = Duration::from_millis(250);
+
 /// What `lane => { ... }` asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaneSpec {
@@ -196,8 +200,13 @@ impl PendingAck {
     }
 }
 
+/// A batch's events, shared by the outputs' lanes that hold shares of it.
+type SharedEvents = Arc<Vec<Event>>;
+
 /// A share of a batch waiting in the hand-off.
 struct Handoff {
+    /// The worker that offered it: the events go back to it to be freed.
+    worker: usize,
     events: Arc<Vec<Event>>,
     picks: Vec<u32>,
     ack: Arc<PendingAck>,
@@ -247,8 +256,10 @@ pub struct Lane {
     /// Shares the hand-off holds before new ones go to the store.
     handoff_capacity: usize,
     batch_size: usize,
-    /// The output's counters as the sender records them (one writer).
-    pub counters: PluginCounters,
+    /// Events the sender reads from the store at once (a hand-off's worth).
+    read_size: usize,
+    /// The output's counters as each sender records them (one writer each).
+    pub counters: Box<[PluginCounters]>,
     stored: AtomicU64,
     dropped: AtomicU64,
     delivered: AtomicU64,
@@ -260,6 +271,8 @@ pub struct Lane {
     reading: Mutex<()>,
     /// Set at a stop: the sender hands its batch back and ends.
     stopping: AtomicBool,
+    /// Per worker: written batches' events, for that worker to free.
+    spent: Box<[Mutex<Vec<SharedEvents>>]>,
 }
 
 impl std::fmt::Debug for Lane {
@@ -286,7 +299,10 @@ pub enum Sent {
 
 impl Lane {
     /// Opens output `output`'s lane: a persisted store under `dir` (required for persisted
-    /// lanes), replaying what an earlier run left there first.
+    /// lanes), replaying what an earlier run left there first. `durable`: the main queue is
+    /// persisted, so a share counts as held only once the store has synced it (else the
+    /// store syncs as Logstash's queue does by default: when a page fills, each second, and
+    /// at a stop; a memory main queue loses its own events at a crash anyway).
     pub fn open(
         output: usize,
         output_id: &str,
@@ -294,6 +310,7 @@ impl Lane {
         dir: Option<&std::path::Path>,
         workers: usize,
         batch_size: usize,
+        durable: bool,
     ) -> Result<Lane, String> {
         let store: Arc<dyn EventQueue> = match spec.kind {
             LaneKind::Persisted {
@@ -306,8 +323,7 @@ impl Lane {
                 let cfg = sluice_queue::QueueConfig {
                     page_capacity,
                     max_bytes,
-                    // A share counts as held only once it is on disk.
-                    checkpoint_writes: 1,
+                    checkpoint_writes: if durable { 1 } else { 0 },
                     ..sluice_queue::QueueConfig::default()
                 };
                 let q = PersistedEventQueue::open(dir, cfg).map_err(|e| {
@@ -336,7 +352,10 @@ impl Lane {
             wake: Condvar::new(),
             handoff_capacity: workers.max(1) * 2,
             batch_size: batch_size.max(1),
-            counters: PluginCounters::default(),
+            read_size: batch_size.max(1) * workers.max(1) * 2,
+            counters: (0..workers.max(1))
+                .map(|_| PluginCounters::default())
+                .collect(),
             stored: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
@@ -344,25 +363,49 @@ impl Lane {
             drops_logged: Mutex::new(None),
             reading: Mutex::new(()),
             stopping: AtomicBool::new(false),
+            spent: (0..workers.max(1))
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
         })
     }
 
     /// A worker's share of a batch (`picks`: indexes into `events`). Returns once the share
     /// is in the hand-off (`ack` then waits for the sender) or held by the store; false when
     /// it could be neither (a stop closed the store): the batch must not be acked.
-    pub fn offer(&self, events: &Arc<Vec<Event>>, picks: Vec<u32>, ack: &Arc<PendingAck>) -> bool {
+    pub fn offer(
+        &self,
+        worker: usize,
+        events: &Arc<Vec<Event>>,
+        picks: Vec<u32>,
+        ack: &Arc<PendingAck>,
+    ) -> bool {
         {
             let mut st = lock(&self.state);
-            if !st.spilling && st.handoff.len() < self.handoff_capacity {
-                ack.share();
-                st.handoff.push_back(Handoff {
-                    events: Arc::clone(events),
-                    picks,
-                    ack: Arc::clone(ack),
-                });
-                drop(st);
-                self.wake.notify_all();
-                return true;
+            // A full hand-off is waited on for a while: an output that is merely busy takes
+            // it soon (back-pressure, as without a lane); one that does not is not keeping up.
+            let deadline = Instant::now() + SPILL_AFTER;
+            loop {
+                if !st.spilling && st.handoff.len() < self.handoff_capacity {
+                    ack.share();
+                    st.handoff.push_back(Handoff {
+                        worker,
+                        events: Arc::clone(events),
+                        picks,
+                        ack: Arc::clone(ack),
+                    });
+                    drop(st);
+                    self.wake.notify_all();
+                    return true;
+                }
+                let now = Instant::now();
+                if st.spilling || now >= deadline || self.stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                st = self
+                    .wake
+                    .wait_timeout(st, deadline - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
             if !st.spilling {
                 st.spilling = true;
@@ -373,8 +416,8 @@ impl Lane {
             }
             st.pending += 1;
         }
-        let copies: Vec<Event> = picks.iter().map(|&i| events[i as usize].clone()).collect();
-        let held = self.store_events(copies);
+        let refs: Vec<&Event> = picks.iter().map(|&i| &events[i as usize]).collect();
+        let held = self.store_events(&refs);
         lock(&self.state).pending -= 1;
         self.wake.notify_all();
         held
@@ -382,12 +425,12 @@ impl Lane {
 
     /// Puts events in the store: blocks while it is full, or drops its oldest events first
     /// (`drop_oldest`). False when the store is closed.
-    fn store_events(&self, events: Vec<Event>) -> bool {
+    fn store_events(&self, events: &[&Event]) -> bool {
         let n = events.len() as u64;
         if self.spec.overflow == Overflow::DropOldest {
             self.make_room(n);
         }
-        let ok = self.store.push(events).is_ok();
+        let ok = self.store.push_refs(events).is_ok();
         if ok {
             self.stored.fetch_add(n, Ordering::Relaxed);
         }
@@ -448,20 +491,35 @@ impl Lane {
 
     /// The sender thread: writes shares to the output with `write` (which retries as the
     /// workers' writes do), oldest first, until the lane is closed and empty or stopped.
-    pub fn run_sender(&self, write: &dyn Fn(&[&Event]) -> Sent) {
+    pub fn run_sender(&self, sender: usize, write: &dyn Fn(&[&Event]) -> Sent) {
         loop {
             if self.stopping.load(Ordering::SeqCst) {
-                return self.keep_at_stop(None);
+                return self.keep_at_stop(Vec::new());
             }
             enum Job {
-                Handoff(Handoff),
+                /// Everything the hand-off held: written as one batch, so that a sender
+                /// whose output costs per call keeps up with several workers.
+                Handoff(Vec<Handoff>),
                 Store,
             }
             let job = {
                 let mut st = lock(&self.state);
                 loop {
-                    if let Some(h) = st.handoff.pop_front() {
-                        break Job::Handoff(h);
+                    if !st.handoff.is_empty() {
+                        // Shares up to a batch's worth of events go out together.
+                        let mut shares = Vec::new();
+                        let mut events = 0;
+                        while let Some(h) = st.handoff.front() {
+                            if !shares.is_empty() && events + h.picks.len() > self.batch_size {
+                                break;
+                            }
+                            events += h.picks.len();
+                            shares.extend(st.handoff.pop_front());
+                        }
+                        drop(st);
+                        // Workers waiting for room in the hand-off.
+                        self.wake.notify_all();
+                        break Job::Handoff(shares);
                     }
                     if st.spilling {
                         break Job::Store;
@@ -469,7 +527,7 @@ impl Lane {
                     if st.closing || self.stopping.load(Ordering::SeqCst) {
                         drop(st);
                         if self.stopping.load(Ordering::SeqCst) {
-                            return self.keep_at_stop(None);
+                            return self.keep_at_stop(Vec::new());
                         }
                         return;
                     }
@@ -481,13 +539,20 @@ impl Lane {
                 }
             };
             match job {
-                Job::Handoff(h) => {
-                    let refs: Vec<&Event> =
-                        h.picks.iter().map(|&i| &h.events[i as usize]).collect();
-                    if self.send(&refs, write) == Sent::Done {
-                        h.ack.done();
+                Job::Handoff(shares) => {
+                    let refs: Vec<&Event> = shares
+                        .iter()
+                        .flat_map(|h| h.picks.iter().map(|&i| &h.events[i as usize]))
+                        .collect();
+                    let sent = self.send(sender, &refs, write);
+                    drop(refs);
+                    if sent == Sent::Done {
+                        for h in shares {
+                            h.ack.done();
+                            self.give_back(h.worker, h.events);
+                        }
                     } else {
-                        return self.keep_at_stop(Some(h));
+                        return self.keep_at_stop(shares);
                     }
                 }
                 Job::Store => {
@@ -513,7 +578,7 @@ impl Lane {
                         if self.store.figures().unread_events == 0 {
                             continue;
                         }
-                        match self.store.read_batch(self.batch_size, Duration::ZERO) {
+                        match self.store.read_batch(self.read_size, Duration::ZERO) {
                             Some(b) => b,
                             None => return,
                         }
@@ -522,43 +587,61 @@ impl Lane {
                         continue;
                     }
                     let refs: Vec<&Event> = batch.events.iter().collect();
-                    if self.send(&refs, write) == Sent::Done {
+                    if self.send(sender, &refs, write) == Sent::Done {
                         self.store.ack(batch.token);
                     } else {
                         // Not acked: the store replays it at the next start.
-                        return self.keep_at_stop(None);
+                        return self.keep_at_stop(Vec::new());
                     }
                 }
             }
         }
     }
 
-    fn send(&self, events: &[&Event], write: &dyn Fn(&[&Event]) -> Sent) -> Sent {
+    /// Hands a written batch's events back to the worker that offered them: memory is
+    /// cheapest to free in the thread that allocated it (see `crate::queue`), and the sender
+    /// allocated none of it.
+    fn give_back(&self, worker: usize, events: Arc<Vec<Event>>) {
+        if let Some(slot) = self.spent.get(worker) {
+            slot.lock().unwrap_or_else(|p| p.into_inner()).push(events);
+        }
+    }
+
+    /// Called by worker `worker` now and then: frees the events the sender handed back.
+    pub fn free_spent(&self, worker: usize) {
+        if let Some(slot) = self.spent.get(worker) {
+            let spent = std::mem::take(&mut *slot.lock().unwrap_or_else(|p| p.into_inner()));
+            drop(spent);
+        }
+    }
+
+    /// How many sender threads the lane has: as many as the pipeline has workers, so that an
+    /// output is written with the concurrency it had without a lane.
+    pub fn senders(&self) -> usize {
+        self.counters.len()
+    }
+
+    fn send(&self, sender: usize, events: &[&Event], write: &dyn Fn(&[&Event]) -> Sent) -> Sent {
         let started = Instant::now();
         let sent = write(events);
         let n = events.len() as u64;
         let out = if sent == Sent::Done { n } else { 0 };
-        self.counters.record(n, out, started.elapsed());
+        self.counters[sender].record(n, out, started.elapsed());
         self.delivered.fetch_add(out, Ordering::Relaxed);
         sent
     }
 
     /// At a stop: the share being written (if any) and the hand-off's go to the store where
     /// they fit (else their batches stay unacked), and the store closes.
-    fn keep_at_stop(&self, current: Option<Handoff>) {
-        let mut shares: Vec<Handoff> = current.into_iter().collect();
+    fn keep_at_stop(&self, mut shares: Vec<Handoff>) {
         shares.extend(lock(&self.state).handoff.drain(..));
         let mut kept = 0u64;
         let mut lost = 0u64;
         for h in shares {
             let n = h.picks.len() as u64;
             if self.has_room(n) {
-                let copies: Vec<Event> = h
-                    .picks
-                    .iter()
-                    .map(|&i| h.events[i as usize].clone())
-                    .collect();
-                if self.store.push(copies).is_ok() {
+                let refs: Vec<&Event> = h.picks.iter().map(|&i| &h.events[i as usize]).collect();
+                if self.store.push_refs(&refs).is_ok() {
                     kept += n;
                     h.ack.done();
                     continue;

@@ -300,7 +300,9 @@ impl PipelineMetrics {
         }
         for (sum, lane) in t.outputs.iter_mut().zip(self.lanes.iter()) {
             if let Some(lane) = lane {
-                add(sum, &lane.counters);
+                for c in lane.counters.iter() {
+                    add(sum, c);
+                }
             }
         }
         t.inputs = self

@@ -60,6 +60,11 @@ pub struct QueueFigures {
 pub trait EventQueue: Send + Sync {
     /// Queues a batch, blocking while the queue is full.
     fn push(&self, events: Vec<Event>) -> Result<(), Stopped>;
+    /// Queues copies of events another owner keeps (an output lane's store): a persisted
+    /// queue encodes them without copying.
+    fn push_refs(&self, events: &[&Event]) -> Result<(), Stopped> {
+        self.push(events.iter().map(|e| (*e).clone()).collect())
+    }
     /// Takes up to `max` events, waiting at most `delay` for the batch to fill once one event
     /// is there. `None` when the queue is closed and empty.
     fn read_batch(&self, max: usize, delay: Duration) -> Option<ReadBatch>;
@@ -527,6 +532,35 @@ impl EventQueue for PersistedEventQueue {
             Err(QueueError::Closed) => Err(Stopped),
             Err(e) => {
                 tracing::error!(error = %e, "persisted queue refused a batch; stopping the input");
+                Err(Stopped)
+            }
+        }
+    }
+
+    fn push_refs(&self, events: &[&Event]) -> Result<(), Stopped> {
+        let mut batch = RecordBatch::with_capacity(events.len() * 256, events.len());
+        for e in events {
+            batch.push_with(|buf| {
+                let start = buf.len();
+                sluice_event::binary::encode(e, buf);
+                if let Some(level) = self.level {
+                    sluice_queue::compression::compress_tail(buf, start, level);
+                }
+            });
+            let i = batch.len() - 1;
+            if batch.record_size(i) > self.max_record {
+                batch.truncate(i);
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    "event dropped: it is larger than the 4 GiB a queue record can hold"
+                );
+            }
+        }
+        match self.queue.push_with(&mut batch, &mut |_| {}) {
+            Ok(()) => Ok(()),
+            Err(QueueError::Closed) => Err(Stopped),
+            Err(e) => {
+                tracing::error!(error = %e, "persisted queue refused a batch");
                 Err(Stopped)
             }
         }

@@ -166,6 +166,7 @@ pub fn start(
                     dir.as_deref(),
                     settings.workers,
                     settings.batch_size,
+                    queue.figures().kind == "persisted",
                 )
                 .map_err(std::io::Error::other)?;
                 Some(Arc::new(lane))
@@ -223,15 +224,17 @@ pub fn start(
     }
 
     let mut senders = Vec::new();
-    for lane in shared.lanes.iter().flatten() {
+    for (lane, n) in
+        (shared.lanes.iter().flatten()).flat_map(|l| (0..l.senders()).map(move |n| (l, n)))
+    {
         let shared = Arc::clone(&shared);
         let lane = Arc::clone(lane);
         senders.push(
             std::thread::Builder::new()
-                .name(format!("[{}]>lane:{}", settings.id, lane.output_id))
+                .name(format!("[{}]>lane{n}:{}", settings.id, lane.output_id))
                 .spawn(move || {
                     let out = &shared.outputs[lane.output];
-                    lane.run_sender(&|events: &[&Event]| {
+                    lane.run_sender(n, &|events: &[&Event]| {
                         match write_with_retry(&shared, out, events) {
                             Written::Yes | Written::Rejected => Sent::Done,
                             Written::GaveUp => {
@@ -542,6 +545,9 @@ fn deliver_laned(
     worker: usize,
     ack: &Arc<PendingAck>,
 ) -> bool {
+    for lane in shared.lanes.iter().flatten() {
+        lane.free_spent(worker);
+    }
     let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
     route(&shared.output_tree, events, &mut per_output);
     let w = &shared.metrics.workers[worker];
@@ -562,7 +568,7 @@ fn deliver_laned(
                 .iter()
                 .map(|e| ((*e as *const Event as usize - base) / size) as u32)
                 .collect();
-            if !lane.offer(events, picks, ack) {
+            if !lane.offer(worker, events, picks, ack) {
                 return false;
             }
             continue;

@@ -198,9 +198,28 @@ impl HttpOutput {
 
     fn body(&self, events: &[&Event]) -> Vec<u8> {
         match self.format {
+            // Without a mapping the documents are the events: written as they are, not
+            // copied into values first.
+            Format::JsonBatch if self.mapping.is_none() => {
+                let mut out = Vec::with_capacity(events.len() * 512);
+                out.push(b'[');
+                for (i, e) in events.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    sluice_event::json::write_event(e, &mut out);
+                }
+                out.push(b']');
+                out
+            }
             Format::JsonBatch => {
                 let docs: Vec<Value> = events.iter().map(|e| self.document(e)).collect();
                 sluice_event::json::to_string(&Value::Array(docs)).into_bytes()
+            }
+            Format::Json if self.mapping.is_none() => {
+                let mut out = Vec::with_capacity(512);
+                sluice_event::json::write_event(events[0], &mut out);
+                out
             }
             Format::Json => sluice_event::json::to_string(&self.document(events[0])).into_bytes(),
             Format::Message => self
