@@ -1,11 +1,14 @@
 //! Output lanes through the binary: an output whose destination fails (an HTTP server of the
 //! test's own answering 503) stalls neither the other output nor the input, its lane holds
 //! what it could not write, and everything reaches it once the destination is back, after a
-//! graceful end and after a SIGKILL during the outage.
+//! graceful end and after a SIGKILL during the outage; the same with an Elasticsearch node of
+//! the test's own that is killed for about 30 s mid-stream.
 
 mod api_support;
 mod http_server;
+mod net_support;
 mod run_support;
+mod search_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -277,4 +280,145 @@ fn lane_option_errors_are_named() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
+}
+
+/// Elasticsearch and a file: the node is killed mid-stream and started again about 30 s
+/// later (its start-up takes most of that). The file output keeps at least half its rate
+/// during the outage, the lane grows, drains once the node is back, and every event is in
+/// both (in the file once; in the index once, the document id being the sequence). Then
+/// the same again with a SIGKILL of sluice during the outage and a restart: nothing lost.
+#[test]
+fn elasticsearch_down_for_30_s_stalls_nothing_and_loses_nothing() {
+    use search_support::{count, Kind, PrivateNode};
+    // Documents in `index` (0 while it does not exist or the node is down).
+    let indexed = |url: &str, index: &str| {
+        search_support::get(&format!("{url}/{index}/_count"))
+            .ok()
+            .and_then(|(_, b)| b["count"].as_u64())
+            .unwrap_or(0)
+    };
+    let Some(mut node) = PrivateNode::start(Kind::Elasticsearch, "lanes", &[]) else {
+        return;
+    };
+    const N: i64 = 40_000;
+    let dir = api_support::temp_dir("lanes-es");
+    let out = dir.join("out.json");
+    let url = node.url.clone();
+    let config = |index: &str, input: &str, filter: &str| {
+        format!(
+            r#"input {{ {input} }}
+               filter {{ {filter} }}
+               output {{
+                 file {{ path => "{}" }}
+                 elasticsearch {{ id => "es" hosts => ["{}"] index => "{index}"
+                   document_id => "%{{[event][sequence]}}-%{{message}}"
+                   retry_initial_interval => 0.2 retry_max_interval => 1
+                   lane => {{ type => persisted max_bytes => "512mb" page_capacity => "4mb" }} }}
+               }}"#,
+            out.display(),
+            url
+        )
+    };
+    // About 2,000 events a second: the generator outlasts the outage's start.
+    let mut sluice = Sluice::start(
+        &dir,
+        "api.http.port: 9600-9700\npipeline.workers: 1\n",
+        "",
+        &[
+            "-e",
+            &config(
+                "lanes",
+                &format!("generator {{ count => {N} message => \"g\" }}"),
+                r#"sleep { time => "0.01" every => 20 }"#,
+            ),
+        ],
+    );
+    let lane_of = |v: &serde_json::Value| {
+        v["pipelines"]["main"]["plugins"]["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["id"] == "es")
+            .map(|o| o["lane"].clone())
+            .unwrap_or_default()
+    };
+    sluice.wait_for(60, "events indexed", |_| indexed(&url, "lanes") > 2_000);
+    let before = file_rate(&out, Duration::from_secs(2));
+    node.kill();
+    let down_at = Instant::now();
+    sluice.wait_for(60, "the lane to store events", |v| {
+        lane_of(v)["events"].as_u64() > Some(500)
+    });
+    let during = file_rate(&out, Duration::from_secs(3));
+    eprintln!("file output: {before:.0} events/s before the outage, {during:.0} during it");
+    assert!(
+        during >= before / 2.0,
+        "the file output slowed from {before:.0} to {during:.0} events/s while Elasticsearch was down"
+    );
+    // The outage lasts 30 s: the rest of the generator's events (about 20 s of them) go to
+    // the file at once and to the lane.
+    std::thread::sleep(Duration::from_secs(30).saturating_sub(down_at.elapsed()));
+    node.restart();
+    eprintln!(
+        "Elasticsearch was down for {:.0} s",
+        down_at.elapsed().as_secs_f64()
+    );
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = sluice.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "sluice did not finish");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(status.success(), "{status}\n{}", sluice.log());
+    run_support::assert_exactly_once(&in_file(&out), N);
+    assert_eq!(count(&node.url, "lanes"), N as u64, "{}", sluice.log());
+    drop(sluice);
+
+    // SIGKILL during an outage: stdin into a persisted queue, the node killed once the file
+    // output has everything and the lane holds events.
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_dir_all(dir.join("data"));
+    const M: usize = 10_000;
+    let settings = "api.http.port: 9600-9700\nqueue.type: persisted\nqueue.drain: true\n";
+    let stdin_config = config("lanes-kill", "stdin { }", "");
+    let mut sluice = Sluice::start(&dir, settings, "", &["-e", &stdin_config]);
+    {
+        use std::io::Write;
+        let mut stdin = sluice.child.stdin.take().unwrap();
+        let half: String = (0..M / 2).map(|i| format!("{i}\n")).collect();
+        stdin.write_all(half.as_bytes()).unwrap();
+        sluice.wait_for(60, "the first half indexed", |_| {
+            indexed(&url, "lanes-kill") >= (M / 2) as u64
+        });
+        node.kill();
+        let rest: String = (M / 2..M).map(|i| format!("{i}\n")).collect();
+        stdin.write_all(rest.as_bytes()).unwrap();
+        std::mem::forget(stdin);
+    }
+    sluice.wait_for(60, "the file output to have everything", |_| {
+        in_file(&out).len() >= M
+    });
+    sluice.wait_for(60, "the lane to hold the rest", |v| {
+        lane_of(v)["events"].as_u64() > Some(0)
+    });
+    let _ = sluice.child.kill();
+    let _ = sluice.child.wait();
+    drop(sluice);
+    node.restart();
+    let mut again = run_support::Run::spawn(
+        &dir,
+        &format!(
+            "path.data: {}\nqueue.type: persisted\nqueue.drain: true\n",
+            dir.join("data").display()
+        ),
+        &["-e", &stdin_config],
+        Stdio::null(),
+        Stdio::null(),
+    );
+    let status = again.exit(300);
+    assert!(status.success(), "{status}\n{}", again.log());
+    assert_eq!(count(&node.url, "lanes-kill"), M as u64, "{}", again.log());
+    let _ = std::fs::remove_dir_all(&dir);
 }
