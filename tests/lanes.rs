@@ -9,6 +9,7 @@ mod http_server;
 mod net_support;
 mod run_support;
 mod search_support;
+mod tmpfs;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -421,4 +422,191 @@ fn elasticsearch_down_for_30_s_stalls_nothing_and_loses_nothing() {
     assert!(status.success(), "{status}\n{}", again.log());
     assert_eq!(count(&node.url, "lanes-kill"), M as u64, "{}", again.log());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two file outputs, one on a read-only tmpfs (it fails until remounted read-write) with a
+/// lane on the small tmpfs that holds `path.data`.
+fn two_files(good: &Path, bad: &Path, lane: &str, input: &str) -> String {
+    format!(
+        r#"input {{ {input} }}
+           output {{
+             file {{ path => "{}" }}
+             file {{ id => "bad" path => "{}" lane => {{ {lane} }} }}
+           }}"#,
+        good.display(),
+        bad.display()
+    )
+}
+
+/// The lane's disk fills while its output is down: the workers wait on it (back-pressure;
+/// the other output stops growing, nothing is dropped), and once the output is back the lane
+/// drains, frees its pages and the pipeline resumes by itself: every event once in each file.
+#[test]
+fn a_lane_on_a_full_disk_applies_back_pressure_then_resumes() {
+    let dir = run_support::temp_dir("lanes", "full");
+    let Some(data) = tmpfs::Tmpfs::mount(&dir.join("data"), "16m", "") else {
+        return;
+    };
+    let Some(ro) = tmpfs::Tmpfs::mount(&dir.join("ro"), "256m", "ro") else {
+        return;
+    };
+    const N: i64 = 150_000;
+    let good = dir.join("good.json");
+    let config = two_files(
+        &good,
+        &ro.path.join("bad.json"),
+        r#"type => persisted page_capacity => "1mb" max_bytes => "1gb""#,
+        &format!("generator {{ count => {N} }}"),
+    );
+    let mut run = run_support::Run::start(
+        &dir,
+        &format!("path.data: {}\n", data.path.display()),
+        &[],
+        &config,
+        Stdio::null(),
+        Stdio::null(),
+    );
+    run.wait_log("No space left on device", 120);
+    let stalled = run_support::complete_text(&good).lines().count();
+    std::thread::sleep(Duration::from_secs(2));
+    let later = run_support::complete_text(&good).lines().count();
+    assert!(
+        later < N as usize && later <= stalled + 2 * 125,
+        "the pipeline did not wait on the full lane: {stalled} then {later} events"
+    );
+    assert!(data.free() < 1 << 20, "the lane's disk is not full");
+    ro.remount("rw");
+    let status = run.exit(300);
+    assert!(status.success(), "{status}\n{}", run.log());
+    run_support::assert_exactly_once(&run_support::sequences(&good), N);
+    run_support::assert_exactly_once(&run_support::sequences(&ro.path.join("bad.json")), N);
+    assert!(data.free() > 12 << 20, "the lane did not free its pages");
+}
+
+/// `overflow => drop_oldest`: a lane at its `max_bytes` drops its oldest events instead of
+/// waiting; the other output gets everything at full speed, the drops are counted in the
+/// stats and logged, and what the lane kept reaches its output once it is back.
+#[test]
+fn drop_oldest_counts_what_it_drops() {
+    let dir = api_support::temp_dir("lanes-drop");
+    let Some(ro) = tmpfs::Tmpfs::mount(&dir.join("ro"), "256m", "ro") else {
+        return;
+    };
+    const N: i64 = 60_000;
+    let good = dir.join("good.json");
+    let bad = ro.path.join("bad.json");
+    let config = two_files(
+        &good,
+        &bad,
+        r#"type => persisted page_capacity => "512kb" max_bytes => "4mb" overflow => drop_oldest"#,
+        &format!("generator {{ count => {N} }}"),
+    );
+    let sluice = Sluice::start(&dir, "api.http.port: 9600-9700\n", "", &["-e", &config]);
+    sluice.wait_for(120, "the good output to have everything", |_| {
+        in_file(&good).len() as i64 >= N
+    });
+    let stats = sluice.json("/_node/stats/pipelines");
+    let lane = stats["pipelines"]["main"]["plugins"]["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "bad")
+        .map(|o| o["lane"].clone())
+        .unwrap();
+    let dropped = lane["dropped"].as_i64().unwrap();
+    assert!(dropped > 0, "nothing dropped: {lane}");
+    assert!(
+        lane["queue_size_in_bytes"].as_u64() <= Some(5 << 20),
+        "the lane grew past its max_bytes: {lane}"
+    );
+    assert!(
+        sluice.log().contains("oldest events were dropped"),
+        "{}",
+        sluice.log()
+    );
+    ro.remount("rw");
+    let mut child = sluice;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "sluice did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}\n{}", child.log());
+    run_support::assert_exactly_once(&in_file(&good), N);
+    let kept = in_file(&bad);
+    assert!(
+        kept.values().all(|&n| n == 1),
+        "an event reached the lane's output twice"
+    );
+    assert_eq!(
+        kept.len() as i64 + dropped,
+        N,
+        "kept {} + dropped {dropped} is not every event",
+        kept.len()
+    );
+    // The oldest went: what is left is the newest.
+    assert!(kept.contains_key(&(N - 1)), "the newest event was dropped");
+}
+
+/// A damaged lane page costs only the damaged records, reported as the main queue reports
+/// them; the rest reaches the output at the next start.
+#[test]
+fn a_damaged_lane_page_loses_only_the_damaged_records() {
+    let dir = run_support::temp_dir("lanes", "damaged");
+    let Some(ro) = tmpfs::Tmpfs::mount(&dir.join("ro"), "64m", "ro") else {
+        return;
+    };
+    const N: i64 = 20_000;
+    let good = dir.join("good.json");
+    let bad = ro.path.join("bad.json");
+    let settings = format!("path.data: {}\n", dir.join("data").display());
+    let lane = r#"type => persisted page_capacity => "256kb""#;
+    let mut run = run_support::Run::start(
+        &dir,
+        &settings,
+        &[],
+        &two_files(&good, &bad, lane, &format!("generator {{ count => {N} }}")),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    run.wait_until("the good output to have everything", 120, || {
+        run_support::complete_text(&good).lines().count() as i64 >= N
+    });
+    run.signal("-TERM");
+    let status = run.exit(60);
+    assert!(status.success(), "{status}\n{}", run.log());
+    let lane_dir = dir.join("data/queue/main/lanes/bad");
+    run_support::corrupt_oldest_page(&lane_dir);
+    ro.remount("rw");
+    let mut again = run_support::Run::start(
+        &dir,
+        &settings,
+        &[],
+        &two_files(&good, &bad, lane, "stdin { }"),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    let (lost, log) = loop {
+        let log = again.log();
+        if let Some(i) = log.find("lost") {
+            break (log[i..].lines().next().unwrap_or("").to_owned(), log);
+        }
+        assert!(again.child.try_wait().unwrap().is_none(), "{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    again.wait_until("the lane to be delivered", 120, || {
+        run_support::complete_text(&bad).lines().count() as i64 >= N - 200
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let kept = in_file(&bad);
+    assert!(kept.values().all(|&n| n == 1), "delivered twice");
+    let missing = N - kept.len() as i64;
+    assert!(
+        missing > 0 && missing < 100,
+        "{missing} events missing after one damaged record:\n{lost}\n{log}"
+    );
+    drop(again);
 }

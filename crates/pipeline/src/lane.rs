@@ -271,6 +271,8 @@ pub struct Lane {
     reading: Mutex<()>,
     /// Set at a stop: the sender hands its batch back and ends.
     stopping: AtomicBool,
+    /// Senders still running.
+    running: AtomicUsize,
     /// Per worker: written batches' events, for that worker to free.
     spent: Box<[Mutex<Vec<SharedEvents>>]>,
 }
@@ -366,6 +368,7 @@ impl Lane {
             spent: (0..workers.max(1))
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
+            running: AtomicUsize::new(workers.max(1)),
         })
     }
 
@@ -492,6 +495,15 @@ impl Lane {
     /// The sender thread: writes shares to the output with `write` (which retries as the
     /// workers' writes do), oldest first, until the lane is closed and empty or stopped.
     pub fn run_sender(&self, sender: usize, write: &dyn Fn(&[&Event]) -> Sent) {
+        self.sending(sender, write);
+        // The last sender to end closes the store: workers blocked on a full store give up
+        // their shares (their batches stay unacked), and nothing is read from it any more.
+        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.store.close_without_drain();
+        }
+    }
+
+    fn sending(&self, sender: usize, write: &dyn Fn(&[&Event]) -> Sent) {
         loop {
             if self.stopping.load(Ordering::SeqCst) {
                 return self.keep_at_stop(Vec::new());
@@ -654,10 +666,8 @@ impl Lane {
             self.stored.fetch_add(kept, Ordering::Relaxed);
         }
         if lost > 0 {
-            tracing::warn!(output = %self.output_id, events = lost, "stopping: the output's lane is full; these events stay unacknowledged in the pipeline's queue (a memory queue loses them)");
+            tracing::warn!(output = %self.output_id, events = lost, "stopping: the output's lane has no room for what it was writing; these events stay unacknowledged in the pipeline's queue (a memory queue loses them)");
         }
-        // Workers blocked on a full store give up their shares.
-        self.store.close_without_drain();
     }
 
     /// Called once the sender has ended: a persisted store writes its checkpoint and says
