@@ -52,7 +52,7 @@ fn dashboard_shows_live_rates_in_headless_chromium() {
     let dir = temp_dir("dashboard");
     // Two pipelines, one on a persisted queue, both busy while the browser looks.
     let pipelines = "- pipeline.id: fast\n  pipeline.workers: 1\n  config.string: 'input { generator { count => 0 } } filter { mutate { add_field => { \"a\" => \"b\" } } } output { null {} }'\n\
-- pipeline.id: disk\n  pipeline.workers: 1\n  queue.type: persisted\n  config.string: 'input { generator { count => 0 } } filter { mutate { uppercase => [\"message\"] } } output { null {} }'\n";
+- pipeline.id: disk\n  pipeline.workers: 1\n  queue.type: persisted\n  config.string: 'input { generator { count => 0 } } filter { mutate { uppercase => [\"message\"] } } output { null { id => \"n\" lane => { type => persisted } } }'\n";
     let sluice = Sluice::start(&dir, "", pipelines, &[]);
     let screenshot = dir.join("dashboard.png");
     let url = format!("http://127.0.0.1:{}/dashboard", sluice.port);
@@ -62,6 +62,7 @@ fn dashboard_shows_live_rates_in_headless_chromium() {
         .arg(&url)
         .arg(&screenshot)
         .arg(dir.join("chromium-profile"))
+        .env("LANE_OF", "disk")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -91,6 +92,18 @@ fn dashboard_shows_live_rates_in_headless_chromium() {
         .filter_map(|t| t.as_str())
         .collect();
     assert_eq!(tabs, ["all pipelines", "disk", "fast"], "{seen}");
+    // The disk pipeline's page shows its output's lane.
+    let info: Vec<&str> = seen["info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(
+        info.iter()
+            .any(|r| r.starts_with("lane n") && r.contains("persisted")),
+        "{seen}"
+    );
     let png = std::fs::read(&screenshot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     eprintln!("dashboard screenshot: {}", screenshot.display());

@@ -135,6 +135,13 @@ fn an_output_that_fails_stalls_neither_the_other_output_nor_the_input() {
     let l = lane(&stats);
     assert_eq!(l["type"], "persisted", "{l}");
     assert!(l["stored"].as_u64() > Some(0), "{l}");
+    let metrics = sluice.get("/metrics").body;
+    assert!(
+        metrics.lines().any(|m| m.starts_with("sluice_lane_events{")
+            && m.contains("plugin_id=\"web\"")
+            && !m.ends_with(" 0")),
+        "no lane in /metrics:\n{metrics}"
+    );
     assert!(
         dir.join("data/queue/main/lanes/web").is_dir(),
         "the lane's directory"

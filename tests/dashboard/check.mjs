@@ -91,6 +91,13 @@ try {
   });
   Object.assign(result, seen);
   await page.screenshot({ path: screenshot });
+  // One pipeline's page: its details, with its outputs' lanes (LANE_OF=pipeline id).
+  if (process.env.LANE_OF) {
+    const tab = page.locator('#pipelines button', { hasText: process.env.LANE_OF });
+    await tab.click();
+    await page.waitForFunction(() => document.getElementById('info').textContent.includes('lane '), null, { timeout: 10000, polling: 250 });
+    result.info = await page.evaluate(() => [...document.querySelectorAll('#info tr')].map((r) => r.textContent));
+  }
   result.screenshot = screenshot;
   ok =
     result.consoleErrors.length === 0 &&

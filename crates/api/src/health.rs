@@ -265,6 +265,43 @@ fn recovery_probe(recoveries: usize) -> Option<Finding> {
     ))
 }
 
+/// How long an output's lane may hold events before the pipeline turns yellow.
+const LANE_BACKLOG: Duration = Duration::from_secs(60);
+
+/// Output lanes (sluice's own, `(output id, events held, seconds held)`): a lane that has held
+/// events for [`LANE_BACKLOG`] or more means an output that is down or not keeping up.
+fn lane_probe(lanes: &[(String, u64, u64)]) -> Option<Finding> {
+    let behind: Vec<String> = lanes
+        .iter()
+        .filter(|(_, events, age)| *events > 0 && *age >= LANE_BACKLOG.as_secs())
+        .map(|(id, events, age)| format!("{id} ({events} events, for {age} s)"))
+        .collect();
+    if behind.is_empty() {
+        return None;
+    }
+    let mut f = finding(
+        Status::Yellow,
+        "sluice:health:pipeline:output_lane:diagnosis:backlog",
+        format!(
+            "output lanes have held events for a minute or more: {}",
+            behind.join(", ")
+        ),
+        "check the output's destination; the lane delivers what it holds once the output keeps up again",
+        ("health-report-pipeline-output-lanes", "backlog"),
+        (
+            "sluice:health:pipeline:output_lane:impact:delayed_delivery",
+            2,
+            "events reach an output late",
+        ),
+    );
+    // Not one of Logstash's diagnoses: no page of its manual to point to (the README's
+    // "Output lanes" section documents it).
+    if let Some(d) = f.diagnosis.as_object_mut() {
+        d.remove("help_url");
+    }
+    Some(f)
+}
+
 fn iso(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t)
         .format("%Y-%m-%dT%H:%M:%S%.3fZ")
@@ -276,11 +313,13 @@ fn pipeline_indicator(
     state: State,
     flow: (Option<f64>, Option<f64>),
     recoveries: &[SystemTime],
+    lanes: &[(String, u64, u64)],
 ) -> (Status, Value) {
     let findings: Vec<Finding> = [
         status_probe(state),
         utilization_probe(flow.0, flow.1),
         recovery_probe(recoveries.len()),
+        lane_probe(lanes),
     ]
     .into_iter()
     .flatten()
@@ -377,10 +416,17 @@ impl Context {
         let mut out = Vec::new();
         for t in self.registry.pipelines() {
             let id = t.view.id.clone();
+            let lanes: Vec<(String, u64, u64)> = (t.view.metrics.lanes.iter().flatten())
+                .map(|l| {
+                    let f = l.figures();
+                    (f.output_id, f.queued_events, f.oldest_age_seconds)
+                })
+                .collect();
             let (status, v) = pipeline_indicator(
                 State::Running,
                 utilization(&t),
                 &self.registry.recoveries(&id),
+                &lanes,
             );
             out.push((id, status, v));
         }
@@ -391,7 +437,7 @@ impl Context {
                 Ended::FailedToStart | Ended::Removed => State::Unknown,
             };
             let (status, v) =
-                pipeline_indicator(state, (None, None), &self.registry.recoveries(&id));
+                pipeline_indicator(state, (None, None), &self.registry.recoveries(&id), &[]);
             out.push((id, status, v));
         }
         out
@@ -488,8 +534,20 @@ mod tests {
     }
 
     #[test]
+    fn a_lane_holding_events_for_a_minute_turns_the_pipeline_yellow() {
+        let lanes = |age| [("es".to_owned(), 1_000u64, age), ("idle".to_owned(), 0, 0)];
+        let (s, _) = pipeline_indicator(State::Running, (Some(10.0), None), &[], &lanes(59));
+        assert_eq!(s, Status::Green);
+        let (s, v) = pipeline_indicator(State::Running, (Some(10.0), None), &[], &lanes(60));
+        assert_eq!(s, Status::Yellow);
+        let cause = v["diagnosis"][0]["cause"].as_str().unwrap();
+        assert!(cause.contains("es (1000 events, for 60 s)"), "{cause}");
+        assert!(!cause.contains("idle"), "{cause}");
+    }
+
+    #[test]
     fn statuses_combine_and_read_as_logstash_writes_them() {
-        let (s, v) = pipeline_indicator(State::Running, (Some(10.0), None), &[]);
+        let (s, v) = pipeline_indicator(State::Running, (Some(10.0), None), &[], &[]);
         assert_eq!(s, Status::Green);
         assert_eq!(v["symptom"], "The pipeline is healthy");
         assert!(v.get("diagnosis").is_none());
@@ -497,7 +555,7 @@ mod tests {
             v["details"]["flow"]["worker_utilization"]["last_1_minute"],
             10.0
         );
-        let (s, v) = pipeline_indicator(State::Terminated, (None, None), &[]);
+        let (s, v) = pipeline_indicator(State::Terminated, (None, None), &[], &[]);
         assert_eq!(s, Status::Red);
         assert_eq!(
             v["symptom"],
@@ -505,7 +563,7 @@ mod tests {
         );
         assert_eq!(v["details"]["status"]["state"], "TERMINATED");
         assert_eq!(v["impacts"][0]["impact_areas"][0], "pipeline_execution");
-        let (s, v) = pipeline_indicator(State::Finished, (None, None), &[SystemTime::now()]);
+        let (s, v) = pipeline_indicator(State::Finished, (None, None), &[SystemTime::now()], &[]);
         assert_eq!(s, Status::Yellow);
         assert_eq!(v["diagnosis"].as_array().unwrap().len(), 2);
         assert_eq!(

@@ -366,6 +366,51 @@ fn pipeline(e: &mut Exposition, id: &str, p: &Value) {
                     e.add(name, mkind, help, &pl, v);
                 }
             }
+            // An output's lane (sluice's own).
+            let lane = &plugin["lane"];
+            let lane_items: [(&str, &'static str, &'static str, Option<f64>); 6] = [
+                (
+                    "sluice_lane_events",
+                    "gauge",
+                    "Events the output's lane holds, not yet written to the output.",
+                    f(&lane["events"]),
+                ),
+                (
+                    "sluice_lane_size_bytes",
+                    "gauge",
+                    "Bytes of the output's lane on disk.",
+                    f(&lane["queue_size_in_bytes"]),
+                ),
+                (
+                    "sluice_lane_oldest_event_age_seconds",
+                    "gauge",
+                    "How long the lane has held events without emptying.",
+                    f(&lane["oldest_event_age_in_seconds"]),
+                ),
+                (
+                    "sluice_lane_delivered_events_total",
+                    "counter",
+                    "Events the lane's senders wrote to the output.",
+                    f(&lane["delivered"]),
+                ),
+                (
+                    "sluice_lane_stored_events_total",
+                    "counter",
+                    "Events that went through the lane's store (the output was not keeping up).",
+                    f(&lane["stored"]),
+                ),
+                (
+                    "sluice_lane_dropped_events_total",
+                    "counter",
+                    "Events the full lane dropped (overflow => drop_oldest).",
+                    f(&lane["dropped"]),
+                ),
+            ];
+            for (name, mkind, help, v) in lane_items {
+                if let Some(v) = v {
+                    e.add(name, mkind, help, &pl, v);
+                }
+            }
             flows(
                 e,
                 "sluice_plugin_flow",

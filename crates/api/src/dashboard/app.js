@@ -347,6 +347,16 @@ function renderInfo() {
     rows.push(['queue', q.type + (q.type === 'persisted' ? ' · ' + fmtBytes(q.queue_size_in_bytes) + ' of ' + fmtBytes(q.max_queue_size_in_bytes) : '')]);
     if (q.type === 'persisted') rows.push(['unacked events', fmtNum(q.unacked_events)]);
     rows.push(['events in · filtered · out', fmtNum(d.events.in, 2) + ' · ' + fmtNum(d.events.filtered, 2) + ' · ' + fmtNum(d.events.out, 2)]);
+    // Output lanes (sluice's own): what each holds for its output.
+    for (const o of (d.plugins && d.plugins.outputs) || []) {
+      const l = o.lane;
+      if (!l) continue;
+      let v = l.type + ' · ' + fmtNum(l.events) + ' held';
+      if (l.type === 'persisted') v += ' · ' + fmtBytes(l.queue_size_in_bytes) + ' of ' + fmtBytes(l.max_queue_size_in_bytes);
+      if (l.events > 0 && l.oldest_event_age_in_seconds > 0) v += ' · for ' + l.oldest_event_age_in_seconds + ' s';
+      if (l.dropped > 0) v += ' · ' + fmtNum(l.dropped) + ' dropped';
+      rows.push(['lane ' + o.id, v]);
+    }
     rows.push(['reloads ok / failed', d.reloads.successes + ' / ' + d.reloads.failures]);
     if (d.reloads.last_error) rows.push(['last reload error', d.reloads.last_error.message]);
   }
