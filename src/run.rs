@@ -338,6 +338,11 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
             ps.workers
         ));
     }
+    ps.output_lanes = match o.output_lanes.as_deref() {
+        Some("persisted") => Some(sluice_pipeline::lane::LaneSpec::persisted()),
+        Some("memory") => Some(sluice_pipeline::lane::LaneSpec::memory()),
+        _ => None,
+    };
     // As Logstash: `auto` (the default) orders only when `pipeline.workers: 1` is set.
     ps.ordered = match o.ordered.as_deref() {
         Some("true") => true,

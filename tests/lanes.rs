@@ -617,3 +617,105 @@ fn a_damaged_lane_page_loses_only_the_damaged_records() {
     );
     drop(again);
 }
+
+/// A memory lane: the same isolation without a disk; what it holds at a stop is lost, said
+/// in the log and in the exit status, as for a memory queue.
+#[test]
+fn a_memory_lane_isolates_and_says_what_a_stop_loses() {
+    let dir = api_support::temp_dir("lanes-memory");
+    let down = Arc::new(AtomicBool::new(true));
+    let server = destination(&down);
+    let out = dir.join("out.json");
+    const N: i64 = 5_000;
+    let config = format!(
+        r#"input {{ generator {{ count => {N} }} }}
+           output {{
+             file {{ path => "{}" }}
+             http {{ id => "web" url => "{}/bulk" http_method => "post" format => "json_batch"
+                     lane => {{ type => memory max_events => 100000 }} }}
+           }}"#,
+        out.display(),
+        server.server.url
+    );
+    // Down the whole time: the file output still gets everything.
+    let mut sluice = Sluice::start(&dir, "api.http.port: 9600-9700\n", "", &["-e", &config]);
+    sluice.wait_for(60, "the file output to have everything", |_| {
+        in_file(&out).len() as i64 >= N
+    });
+    let stats = sluice.wait_for(30, "the lane to hold events", |v| {
+        lane(v)["events"].as_u64() > Some(0)
+    });
+    assert_eq!(lane(&stats)["type"], "memory");
+    assert!(
+        !dir.join("data/queue/main/lanes/web").exists(),
+        "a memory lane wrote to disk"
+    );
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &sluice.child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = sluice.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "sluice did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = sluice.log();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a loss must show in the exit status\n{log}"
+    );
+    assert!(
+        log.contains("in the output's memory lane are lost"),
+        "{log}"
+    );
+    assert!(received(&server).is_empty());
+    run_support::assert_exactly_once(&in_file(&out), N);
+}
+
+/// `pipeline.output_lanes: persisted` gives every output a persisted lane: each output needs
+/// its own id (the lane's directory), and a lane directory no output uses any more is said.
+#[test]
+fn pipeline_output_lanes_gives_every_output_a_lane() {
+    let dir = run_support::temp_dir("lanes", "setting");
+    let out = dir.join("out.json");
+    let settings = format!(
+        "path.data: {}\npipeline.output_lanes: persisted\n",
+        dir.join("data").display()
+    );
+    let run = |config: &str| {
+        let mut r =
+            run_support::Run::start(&dir, &settings, &[], config, Stdio::null(), Stdio::null());
+        let status = r.exit(60);
+        (status, r.log())
+    };
+    let (status, log) = run(&format!(
+        r#"input {{ generator {{ count => 10 }} }} output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    ));
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("add `id =>"), "{log}");
+    let (status, log) = run(&format!(
+        r#"input {{ generator {{ count => 1000 }} }}
+           output {{ file {{ id => "archive" path => "{}" }} null {{ id => "nothing" }} }}"#,
+        out.display()
+    ));
+    assert!(status.success(), "{log}");
+    run_support::assert_exactly_once(&run_support::sequences(&out), 1000);
+    for id in ["archive", "nothing"] {
+        assert!(dir.join("data/queue/main/lanes").join(id).is_dir(), "{id}");
+    }
+    // The null output renamed: its old lane directory is said.
+    let (status, log) = run(&format!(
+        r#"input {{ generator {{ count => 1 }} }}
+           output {{ file {{ id => "archive" path => "{}" }} null {{ id => "renamed" }} }}"#,
+        out.display()
+    ));
+    assert!(status.success(), "{log}");
+    assert!(
+        log.contains("belongs to no output") && log.contains("lanes/nothing"),
+        "{log}"
+    );
+}

@@ -71,6 +71,25 @@ pub enum Overflow {
 }
 
 impl LaneSpec {
+    /// A persisted lane with the default bounds (1gb in 64mb pages), blocking when full.
+    pub fn persisted() -> LaneSpec {
+        LaneSpec {
+            kind: LaneKind::Persisted {
+                max_bytes: 1024 << 20,
+                page_capacity: 64 << 20,
+            },
+            overflow: Overflow::Block,
+        }
+    }
+
+    /// A memory lane of 10,000 events, blocking when full.
+    pub fn memory() -> LaneSpec {
+        LaneSpec {
+            kind: LaneKind::Memory { max_events: 10_000 },
+            overflow: Overflow::Block,
+        }
+    }
+
     /// Reads the `lane` option's hash.
     pub fn parse(entries: &[(String, Ast)]) -> Result<LaneSpec, String> {
         let text = |v: &Ast| match v {
@@ -672,15 +691,18 @@ impl Lane {
 
     /// Called once the sender has ended: a persisted store writes its checkpoint and says
     /// what it keeps for the next start; a memory store says what is lost.
-    pub fn shutdown(&self) {
+    /// Returns the events a memory lane loses (a persisted one keeps them).
+    pub fn shutdown(&self) -> u64 {
         self.store.close_without_drain();
         self.store.shutdown();
         if let LaneKind::Memory { .. } = self.spec.kind {
             let left = self.store.figures().unread_events;
             if left > 0 {
-                tracing::warn!(output = %self.output_id, events = left, "{left} event(s) in the output's memory lane are lost at this stop (a persisted lane keeps them)");
+                tracing::error!(output = %self.output_id, events = left, "{left} event(s) in the output's memory lane are lost at this stop (a persisted lane keeps them)");
             }
+            return left;
         }
+        0
     }
 
     pub fn figures(&self) -> LaneFigures {

@@ -98,6 +98,8 @@ pub struct BuiltOutput {
     /// `lane => { ... }` (sluice's own): the output is written by a sender thread of its own
     /// (see [`crate::lane`]).
     pub lane: Option<crate::lane::LaneSpec>,
+    /// The `id` option was given (not made up from the plugin's place in the file).
+    pub explicit_id: bool,
 }
 
 fn templates(list: Option<Vec<String>>) -> Vec<Template> {
@@ -286,6 +288,7 @@ impl Registry {
             codecs,
             output,
             lane,
+            explicit_id,
         })
     }
 

@@ -53,6 +53,8 @@ pub struct PipelineSettings {
     /// Where persisted output lanes live: `<path.queue>/<pipeline id>/lanes` (each lane in
     /// a directory named after its output's id).
     pub lanes_dir: Option<std::path::PathBuf>,
+    /// `pipeline.output_lanes`: the lane every output without a `lane` option gets.
+    pub output_lanes: Option<crate::lane::LaneSpec>,
 }
 
 /// `pipeline.recoverable`.
@@ -79,6 +81,7 @@ impl Default for PipelineSettings {
             output_chunking_factor: 1000,
             ordered: false,
             lanes_dir: None,
+            output_lanes: None,
         }
     }
 }
@@ -156,7 +159,17 @@ pub fn start(
         .collect();
     let mut lanes = Vec::with_capacity(compiled.outputs.len());
     for (k, out) in compiled.outputs.iter().enumerate() {
-        lanes.push(match &out.lane {
+        let spec = out.lane.as_ref().or(settings.output_lanes.as_ref());
+        if out.lane.is_none()
+            && !out.explicit_id
+            && matches!(spec, Some(s) if matches!(s.kind, crate::lane::LaneKind::Persisted { .. }))
+        {
+            return Err(std::io::Error::other(format!(
+                "pipeline.output_lanes: persisted gives output {} a lane named after its id, and it has none of its own: add `id => \"...\"` to it (an id that stays the same across edits of the config)",
+                out.id
+            )));
+        }
+        lanes.push(match spec {
             Some(spec) => {
                 let dir = (settings.lanes_dir.as_ref()).map(|d| d.join(lane_dir_name(&out.id)));
                 let lane = Lane::open(
@@ -175,6 +188,9 @@ pub fn start(
         });
     }
     metrics.lanes = lanes.clone();
+    if let Some(dir) = &settings.lanes_dir {
+        warn_orphan_lanes(dir, &compiled.outputs);
+    }
     let metrics = Arc::new(metrics);
     let inputs = std::mem::take(&mut compiled.inputs);
     let shared = Arc::new(Shared {
@@ -603,6 +619,21 @@ fn deliver_laned(
     true
 }
 
+/// Lane directories under `dir` that no output of this pipeline uses (an output renamed or
+/// removed, or its lane taken away) may hold events nobody will deliver: each is said once.
+fn warn_orphan_lanes(dir: &std::path::Path, outputs: &[BuiltOutput]) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let used: Vec<String> = outputs.iter().map(|o| lane_dir_name(&o.id)).collect();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.path().is_dir() && !used.contains(&name) {
+            tracing::warn!(lane = %e.path().display(), "this lane directory belongs to no output of the pipeline (an output renamed or removed?); events it holds are not delivered: give the output its id back, or look with `sluice queue inspect {}`", e.path().display());
+        }
+    }
+}
+
 /// A lane's directory name: the output's id with anything but letters, digits, `-`, `_` and
 /// `.` replaced by `_`.
 fn lane_dir_name(id: &str) -> String {
@@ -850,9 +881,9 @@ impl RunningPipeline {
                 tracing::error!(pipeline = %self.settings.id, "a lane sender panicked");
             }
         }
-        for lane in self.shared.lanes.iter().flatten() {
-            lane.shutdown();
-        }
+        let lane_lost: u64 = (self.shared.lanes.iter().flatten())
+            .map(|lane| lane.shutdown())
+            .sum();
         for out in self.outputs.iter() {
             if let Err(e) = out.output.close() {
                 tracing::error!(output = %out.id, error = %e, "closing output failed");
@@ -873,6 +904,6 @@ impl RunningPipeline {
             dlq.close();
         }
         self.shared.finished.store(true, Ordering::SeqCst);
-        lost
+        lost + lane_lost
     }
 }

@@ -21,6 +21,7 @@ pub(crate) const PIPELINE_SCOPED_KEYS: &[&str] = &[
     "pipeline.batch.metrics.sampling_mode",
     "pipeline.recoverable",
     "pipeline.batch.output_chunking.growth_threshold_factor",
+    "pipeline.output_lanes",
     "queue.type",
     "path.queue",
     "queue.page_capacity",

@@ -36,6 +36,7 @@
 //! | `pipeline.workers`, `pipeline.batch.size` | [`PipelineOverrides`] | positive integer |
 //! | `pipeline.batch.delay` | [`PipelineOverrides::batch_delay`] | number of milliseconds |
 //! | `pipeline.ordered` | [`PipelineOverrides::ordered`] | `auto` `true` `false` |
+//! | `pipeline.output_lanes` | [`PipelineOverrides::output_lanes`] | `none` `persisted` `memory` |
 //! | `pipeline.unsafe_shutdown` | [`PipelineOverrides::unsafe_shutdown`] | boolean |
 //! | `pipeline.batch.metrics.sampling_mode` | [`PipelineOverrides::batch_metrics`] | `disabled` `minimal` `full` |
 //! | `pipeline.ecs_compatibility` | [`PipelineOverrides::ecs_compatibility`] | `disabled` `v1` `v8` |
@@ -255,6 +256,7 @@ pub(crate) fn apply_pipeline_key(
         "pipeline.unsafe_shutdown" => p.unsafe_shutdown = v.boolean()?,
         "pipeline.batch.metrics.sampling_mode" => p.batch_metrics = v.one_of(SAMPLING_MODES)?,
         "pipeline.recoverable" => p.recoverable = v.one_of(&["false", "auto", "true"])?,
+        "pipeline.output_lanes" => p.output_lanes = v.one_of(&["none", "persisted", "memory"])?,
         "pipeline.batch.output_chunking.growth_threshold_factor" => {
             p.output_chunking_growth_threshold_factor = v.positive_int()?
         }

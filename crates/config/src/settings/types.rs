@@ -93,6 +93,9 @@ pub struct PipelineOverrides {
     /// filters grew past this many times `pipeline.batch.size` reaches the outputs in chunks
     /// of `pipeline.batch.size`.
     pub output_chunking_growth_threshold_factor: Option<usize>,
+    /// `pipeline.output_lanes` (sluice's own): `none` (default), `persisted` or `memory`: every
+    /// output without a `lane` option gets one of that type.
+    pub output_lanes: Option<String>,
 }
 
 impl PipelineOverrides {
@@ -111,6 +114,7 @@ impl PipelineOverrides {
             unsafe_shutdown: self.unsafe_shutdown.or(base.unsafe_shutdown),
             batch_metrics: (self.batch_metrics.clone()).or_else(|| base.batch_metrics.clone()),
             recoverable: (self.recoverable.clone()).or_else(|| base.recoverable.clone()),
+            output_lanes: (self.output_lanes.clone()).or_else(|| base.output_lanes.clone()),
             output_chunking_growth_threshold_factor: self
                 .output_chunking_growth_threshold_factor
                 .or(base.output_chunking_growth_threshold_factor),
