@@ -203,6 +203,7 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
             batch_metrics: Some("full".into()),
             recoverable: None,
             output_chunking_growth_threshold_factor: None,
+            output_lanes: None,
         }
     );
     assert_eq!(
