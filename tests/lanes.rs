@@ -719,3 +719,77 @@ fn pipeline_output_lanes_gives_every_output_a_lane() {
         "{log}"
     );
 }
+
+/// A destination that accepts requests and never answers (a hung server, not a refusing one):
+/// the senders wait in their requests, the workers stop waiting for them after a moment and
+/// the lane takes the shares; the other output keeps its rate. Once the server answers
+/// again, everything arrives.
+#[test]
+fn a_hung_destination_stalls_nothing_either() {
+    const N: i64 = 30_000;
+    let dir = api_support::temp_dir("lanes-hung");
+    let hung = Arc::new(AtomicBool::new(false));
+    let taken = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+    let server = {
+        let (hung, sink) = (Arc::clone(&hung), Arc::clone(&taken));
+        Server::start(move |r| {
+            while hung.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            sink.lock().unwrap().push(r.body.clone());
+            Reply::new(200, "application/json", "{}")
+        })
+    };
+    let out = dir.join("out.json");
+    let config = format!(
+        r#"input {{ generator {{ count => {N} }} }}
+           filter {{ sleep {{ time => "0.01" every => 50 }} }}
+           output {{
+             file {{ path => "{}" }}
+             http {{ id => "web" url => "{}/bulk" http_method => "post" format => "json_batch"
+                     lane => {{ type => persisted max_bytes => "256mb" page_capacity => "1mb" }} }}
+           }}"#,
+        out.display(),
+        server.url
+    );
+    let mut sluice = Sluice::start(
+        &dir,
+        "api.http.port: 9600-9700\npipeline.workers: 1\n",
+        "",
+        &["-e", &config],
+    );
+    sluice.wait_for(30, "events flowing", |v| {
+        v["pipelines"]["main"]["events"]["out"].as_u64() > Some(2_000)
+    });
+    let before = file_rate(&out, Duration::from_secs(1));
+    hung.store(true, Ordering::SeqCst);
+    sluice.wait_for(30, "the lane to store events", |v| {
+        lane(v)["events"].as_u64() > Some(1_000)
+    });
+    let during = file_rate(&out, Duration::from_secs(2));
+    eprintln!("file output: {before:.0} events/s before, {during:.0} while the destination hangs");
+    assert!(
+        during >= before / 2.0,
+        "the file output slowed from {before:.0} to {during:.0} events/s"
+    );
+    hung.store(false, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = sluice.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "sluice did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}\n{}", sluice.log());
+    run_support::assert_exactly_once(&in_file(&out), N);
+    let got = received(&Destination {
+        server,
+        taken: Arc::clone(&taken),
+    });
+    let missing = (0..N).filter(|n| !got.contains_key(n)).count();
+    assert_eq!(
+        missing, 0,
+        "events never reached the hung destination once it answered"
+    );
+}
