@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use sluice_config::{Number, Value as Ast};
+use sluice_config::Value as Ast;
 use sluice_event::Event;
 
 use crate::metrics::PluginCounters;
@@ -92,12 +92,7 @@ impl LaneSpec {
 
     /// Reads the `lane` option's hash.
     pub fn parse(entries: &[(String, Ast)]) -> Result<LaneSpec, String> {
-        let text = |v: &Ast| match v {
-            Ast::String(s) | Ast::Bareword(s) => Some(s.clone()),
-            Ast::Number(Number::Int(i)) => Some(i.to_string()),
-            Ast::Number(Number::Float(f)) => Some(f.to_string()),
-            _ => None,
-        };
+        let text = crate::options::scalar_text;
         let mut kind = "persisted".to_owned();
         let mut max_bytes = 1024 << 20;
         let mut page_capacity = 64 << 20;
@@ -234,8 +229,9 @@ struct Handoff {
 #[derive(Default)]
 struct State {
     handoff: VecDeque<Handoff>,
-    /// The store holds events, or a worker is putting some there: new shares go there too.
-    spilling: bool,
+    /// Since when the store has held events, or a worker has been putting some there: while
+    /// set, new shares go there too.
+    spilling: Option<Instant>,
     /// Workers putting shares in the store right now.
     pending: usize,
     /// No more shares will come (the workers are done): the sender empties the lane, then
@@ -281,9 +277,6 @@ pub struct Lane {
     pub counters: Box<[PluginCounters]>,
     stored: AtomicU64,
     dropped: AtomicU64,
-    delivered: AtomicU64,
-    /// When the store last went from empty to holding something.
-    spilling_since: Mutex<Option<Instant>>,
     drops_logged: Mutex<Option<Instant>>,
     /// Held around "anything unread? then read": the sender and `drop_oldest` both read the
     /// store, and a read of an empty store would wait.
@@ -367,7 +360,7 @@ impl Lane {
             spec,
             store,
             state: Mutex::new(State {
-                spilling: left > 0,
+                spilling: (left > 0).then(Instant::now),
                 ..State::default()
             }),
             wake: Condvar::new(),
@@ -379,8 +372,6 @@ impl Lane {
                 .collect(),
             stored: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
-            delivered: AtomicU64::new(0),
-            spilling_since: Mutex::new((left > 0).then(Instant::now)),
             drops_logged: Mutex::new(None),
             reading: Mutex::new(()),
             stopping: AtomicBool::new(false),
@@ -407,7 +398,7 @@ impl Lane {
             // it soon (back-pressure, as without a lane); one that does not is not keeping up.
             let deadline = Instant::now() + SPILL_AFTER;
             loop {
-                if !st.spilling && st.handoff.len() < self.handoff_capacity {
+                if st.spilling.is_none() && st.handoff.len() < self.handoff_capacity {
                     ack.share();
                     st.handoff.push_back(Handoff {
                         worker,
@@ -420,7 +411,8 @@ impl Lane {
                     return true;
                 }
                 let now = Instant::now();
-                if st.spilling || now >= deadline || self.stopping.load(Ordering::SeqCst) {
+                if st.spilling.is_some() || now >= deadline || self.stopping.load(Ordering::SeqCst)
+                {
                     break;
                 }
                 st = self
@@ -429,13 +421,7 @@ impl Lane {
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
-            if !st.spilling {
-                st.spilling = true;
-                *self
-                    .spilling_since
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-            }
+            st.spilling.get_or_insert_with(Instant::now);
             st.pending += 1;
         }
         let refs: Vec<&Event> = picks.iter().map(|&i| &events[i as usize]).collect();
@@ -552,7 +538,7 @@ impl Lane {
                         self.wake.notify_all();
                         break Job::Handoff(shares);
                     }
-                    if st.spilling {
+                    if st.spilling.is_some() {
                         break Job::Store;
                     }
                     if st.closing || self.stopping.load(Ordering::SeqCst) {
@@ -590,11 +576,7 @@ impl Lane {
                     if self.store.figures().unread_events == 0 {
                         let mut st = lock(&self.state);
                         if st.pending == 0 && self.store.figures().unread_events == 0 {
-                            st.spilling = false;
-                            *self
-                                .spilling_since
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner()) = None;
+                            st.spilling = None;
                         } else {
                             // A worker is storing a share: wait for it.
                             let _ = self
@@ -658,7 +640,6 @@ impl Lane {
         let n = events.len() as u64;
         let out = if sent == Sent::Done { n } else { 0 };
         self.counters[sender].record(n, out, started.elapsed());
-        self.delivered.fetch_add(out, Ordering::Relaxed);
         sent
     }
 
@@ -707,10 +688,10 @@ impl Lane {
 
     pub fn figures(&self) -> LaneFigures {
         let f = self.store.figures();
-        let since = *self
-            .spilling_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let (since, handoff) = {
+            let st = lock(&self.state);
+            (st.spilling, st.handoff.len())
+        };
         LaneFigures {
             output_id: self.output_id.clone(),
             kind: match self.spec.kind {
@@ -727,10 +708,10 @@ impl Lane {
                 Some(t) if f.unacked_events > 0 => t.elapsed().as_secs(),
                 _ => 0,
             },
-            delivered: self.delivered.load(Ordering::Relaxed),
+            delivered: self.counters.iter().map(|c| c.events_out.get()).sum(),
             stored: self.stored.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
-            handoff_batches: lock(&self.state).handoff.len() as u64,
+            handoff_batches: handoff as u64,
         }
     }
 }
@@ -738,6 +719,7 @@ impl Lane {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_config::Number;
 
     /// `{ k => v ... }` with bareword values (numbers where they parse).
     fn parse(src: &str) -> Result<LaneSpec, String> {

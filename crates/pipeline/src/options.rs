@@ -58,7 +58,7 @@ pub fn error_at(source: &str, span: Span, message: impl Into<String>) -> ConfigE
     }
 }
 
-fn scalar_text(v: &Ast) -> Option<String> {
+pub(crate) fn scalar_text(v: &Ast) -> Option<String> {
     match v {
         Ast::String(s) | Ast::Bareword(s) => Some(s.clone()),
         Ast::Number(Number::Int(i)) => Some(i.to_string()),

@@ -522,33 +522,47 @@ fn deliver(shared: &Shared, events: &[Event], worker: usize) -> bool {
     let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
     route(&shared.output_tree, events, &mut per_output);
     let w = &shared.metrics.workers[worker];
-    for (k, ((out, list), c)) in shared
-        .outputs
-        .iter()
-        .zip(&per_output)
-        .zip(w.outputs.iter())
-        .enumerate()
-    {
-        if !list.is_empty() {
-            let started = Instant::now();
-            let n = list.len() as u64;
-            w.activity.set(
-                Doing::Output(k),
-                started.duration_since(shared.metrics.started),
-                n,
-            );
-            let written = write_with_retry(shared, out, list);
-            c.record(
-                n,
-                if written == Written::Yes { n } else { 0 },
-                started.elapsed(),
-            );
-            if written == Written::GaveUp {
-                return false;
-            }
+    for (k, list) in per_output.iter().enumerate() {
+        if !list.is_empty() && !write_output(shared, w, k, list, list.len()) {
+            return false;
         }
     }
     true
+}
+
+/// Writes output `k`'s share of a batch in chunks of `chunk` events, counting it in worker
+/// `w`'s figures. False when the output gave the batch up.
+fn write_output(
+    shared: &Shared,
+    w: &crate::metrics::WorkerMetrics,
+    k: usize,
+    list: &[&Event],
+    chunk: usize,
+) -> bool {
+    let started = Instant::now();
+    let n = list.len() as u64;
+    w.activity.set(
+        Doing::Output(k),
+        started.duration_since(shared.metrics.started),
+        n,
+    );
+    let mut written = Written::Yes;
+    for part in list.chunks(chunk.max(1)) {
+        match write_with_retry(shared, &shared.outputs[k], part) {
+            Written::GaveUp => {
+                written = Written::GaveUp;
+                break;
+            }
+            Written::Rejected => written = Written::Rejected,
+            Written::Yes => {}
+        }
+    }
+    w.outputs[k].record(
+        n,
+        if written == Written::Yes { n } else { 0 },
+        started.elapsed(),
+    );
+    written != Written::GaveUp
 }
 
 /// [`deliver`] for a pipeline with lanes: outputs without a lane are written here (in
@@ -569,13 +583,7 @@ fn deliver_laned(
     let w = &shared.metrics.workers[worker];
     let base = events.as_ptr() as usize;
     let size = std::mem::size_of::<Event>().max(1);
-    for (k, ((out, list), c)) in shared
-        .outputs
-        .iter()
-        .zip(&per_output)
-        .zip(w.outputs.iter())
-        .enumerate()
-    {
+    for (k, list) in per_output.iter().enumerate() {
         if list.is_empty() {
             continue;
         }
@@ -589,30 +597,7 @@ fn deliver_laned(
             }
             continue;
         }
-        let started = Instant::now();
-        let n = list.len() as u64;
-        w.activity.set(
-            Doing::Output(k),
-            started.duration_since(shared.metrics.started),
-            n,
-        );
-        let mut written = Written::Yes;
-        for part in list.chunks(chunk) {
-            match write_with_retry(shared, out, part) {
-                Written::GaveUp => {
-                    written = Written::GaveUp;
-                    break;
-                }
-                Written::Rejected => written = Written::Rejected,
-                Written::Yes => {}
-            }
-        }
-        c.record(
-            n,
-            if written == Written::Yes { n } else { 0 },
-            started.elapsed(),
-        );
-        if written == Written::GaveUp {
+        if !write_output(shared, w, k, list, chunk) {
             return false;
         }
     }

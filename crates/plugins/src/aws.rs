@@ -157,21 +157,7 @@ impl Aws {
             .map_err(|e| format!("bad request: {e}"))?
             .map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(1 << 40)
-            .read_to_vec()
+        let (headers, body) = crate::http::read_response(&mut response, 1 << 40)
             .map_err(|e| format!("reading the answer: {e}"))?;
         Ok(Reply {
             status,

@@ -87,6 +87,32 @@ pub struct PoolConfig {
     pub proxy: Option<String>,
 }
 
+/// Header names (as ureq gives them) and values (as text).
+pub type Headers = Vec<(String, String)>;
+
+/// A response's headers and its body, read up to `limit` bytes.
+pub fn read_response(
+    response: &mut http::Response<ureq::Body>,
+    limit: u64,
+) -> Result<(Headers, Vec<u8>), ureq::Error> {
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(limit)
+        .read_to_vec()?;
+    Ok((headers, body))
+}
+
 /// How long a host name's addresses are reused: the JVM's default DNS cache time, which is
 /// what Logstash's clients see.
 const DNS_CACHE: Duration = Duration::from_secs(30);
@@ -362,21 +388,7 @@ impl Client {
             .map_err(|e| format!("bad request: {e}"))?
             .map_err(|e| e.to_string())?;
         let status = response.status();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(1 << 30)
-            .read_to_vec()
+        let (headers, body) = read_response(&mut response, 1 << 30)
             .map_err(|e| format!("reading the response: {e}"))?;
         Ok(Response {
             status: status.as_u16(),
