@@ -4,36 +4,14 @@
 //! an unreachable host, a JSON body that does not parse, a missing target in ECS mode).
 
 mod http_server;
+mod run_support;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use http_server::{Reply, Server};
 
 fn sluice(config: &str, input: &str) -> (bool, Vec<serde_json::Value>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["-w", "1", "-e", config])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let events = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    (
-        out.status.success(),
-        events,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_support::pipe_through(config, input)
 }
 
 fn server() -> Server {

@@ -74,12 +74,13 @@ fn in_file(out: &Path) -> BTreeMap<i64, usize> {
     seqs
 }
 
-fn lane(stats: &serde_json::Value) -> serde_json::Value {
+/// Output `id`'s `lane` object in `/_node/stats/pipelines` (null when it has none).
+fn lane_of(stats: &serde_json::Value, id: &str) -> serde_json::Value {
     stats["pipelines"]["main"]["plugins"]["outputs"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|o| o["id"] == "web")
+        .find(|o| o["id"] == id)
         .map(|o| o["lane"].clone())
         .unwrap_or_default()
 }
@@ -124,7 +125,7 @@ fn an_output_that_fails_stalls_neither_the_other_output_nor_the_input() {
     let before = file_rate(&out, Duration::from_secs(1));
     down.store(true, Ordering::SeqCst);
     let stats = sluice.wait_for(30, "the lane to store events", |v| {
-        lane(v)["events"].as_u64() > Some(1_000)
+        lane_of(v, "web")["events"].as_u64() > Some(1_000)
     });
     let during = file_rate(&out, Duration::from_secs(2));
     eprintln!("file output: {before:.0} events/s before the outage, {during:.0} during it");
@@ -132,7 +133,7 @@ fn an_output_that_fails_stalls_neither_the_other_output_nor_the_input() {
         during >= before / 2.0,
         "the file output slowed from {before:.0} to {during:.0} events/s during the outage"
     );
-    let l = lane(&stats);
+    let l = lane_of(&stats, "web");
     assert_eq!(l["type"], "persisted", "{l}");
     assert!(l["stored"].as_u64() > Some(0), "{l}");
     let metrics = sluice.get("/metrics").body;
@@ -149,14 +150,7 @@ fn an_output_that_fails_stalls_neither_the_other_output_nor_the_input() {
     std::thread::sleep(Duration::from_secs(1));
     down.store(false, Ordering::SeqCst);
     // The generator ends; a graceful end empties the lane before the process exits.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = sluice.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "sluice did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = sluice.exit(120);
     assert!(status.success(), "{status}\n{}", sluice.log());
     run_support::assert_exactly_once(&in_file(&out), N);
     let got = received(&server);
@@ -204,7 +198,7 @@ fn a_sigkill_during_the_outage_loses_nothing() {
         in_file(&out).len() >= N
     });
     sluice.wait_for(30, "the lane to hold events", |v| {
-        lane(v)["events"].as_u64() > Some(0)
+        lane_of(v, "web")["events"].as_u64() > Some(0)
     });
     let _ = sluice.child.kill();
     let _ = sluice.child.wait();
@@ -341,21 +335,12 @@ fn elasticsearch_down_for_30_s_stalls_nothing_and_loses_nothing() {
             ),
         ],
     );
-    let lane_of = |v: &serde_json::Value| {
-        v["pipelines"]["main"]["plugins"]["outputs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["id"] == "es")
-            .map(|o| o["lane"].clone())
-            .unwrap_or_default()
-    };
     sluice.wait_for(60, "events indexed", |_| indexed(&url, "lanes") > 2_000);
     let before = file_rate(&out, Duration::from_secs(2));
     node.kill();
     let down_at = Instant::now();
     sluice.wait_for(60, "the lane to store events", |v| {
-        lane_of(v)["events"].as_u64() > Some(500)
+        lane_of(v, "es")["events"].as_u64() > Some(500)
     });
     let during = file_rate(&out, Duration::from_secs(3));
     eprintln!("file output: {before:.0} events/s before the outage, {during:.0} during it");
@@ -371,14 +356,7 @@ fn elasticsearch_down_for_30_s_stalls_nothing_and_loses_nothing() {
         "Elasticsearch was down for {:.0} s",
         down_at.elapsed().as_secs_f64()
     );
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let status = loop {
-        if let Some(s) = sluice.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "sluice did not finish");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = sluice.exit(300);
     assert!(status.success(), "{status}\n{}", sluice.log());
     run_support::assert_exactly_once(&in_file(&out), N);
     assert_eq!(count(&node.url, "lanes"), N as u64, "{}", sluice.log());
@@ -409,7 +387,7 @@ fn elasticsearch_down_for_30_s_stalls_nothing_and_loses_nothing() {
         in_file(&out).len() >= M
     });
     sluice.wait_for(60, "the lane to hold the rest", |v| {
-        lane_of(v)["events"].as_u64() > Some(0)
+        lane_of(v, "es")["events"].as_u64() > Some(0)
     });
     let _ = sluice.child.kill();
     let _ = sluice.child.wait();
@@ -508,18 +486,12 @@ fn drop_oldest_counts_what_it_drops() {
         r#"type => persisted page_capacity => "512kb" max_bytes => "4mb" overflow => drop_oldest"#,
         &format!("generator {{ count => {N} }}"),
     );
-    let sluice = Sluice::start(&dir, "api.http.port: 9600-9700\n", "", &["-e", &config]);
+    let mut sluice = Sluice::start(&dir, "api.http.port: 9600-9700\n", "", &["-e", &config]);
     sluice.wait_for(120, "the good output to have everything", |_| {
         in_file(&good).len() as i64 >= N
     });
     let stats = sluice.json("/_node/stats/pipelines");
-    let lane = stats["pipelines"]["main"]["plugins"]["outputs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["id"] == "bad")
-        .map(|o| o["lane"].clone())
-        .unwrap();
+    let lane = lane_of(&stats, "bad");
     let dropped = lane["dropped"].as_i64().unwrap();
     assert!(dropped > 0, "nothing dropped: {lane}");
     assert!(
@@ -532,16 +504,8 @@ fn drop_oldest_counts_what_it_drops() {
         sluice.log()
     );
     ro.remount("rw");
-    let mut child = sluice;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = child.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "sluice did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(status.success(), "{status}\n{}", child.log());
+    let status = sluice.exit(120);
+    assert!(status.success(), "{status}\n{}", sluice.log());
     run_support::assert_exactly_once(&in_file(&good), N);
     let kept = in_file(&bad);
     assert!(
@@ -643,9 +607,9 @@ fn a_memory_lane_isolates_and_says_what_a_stop_loses() {
         in_file(&out).len() as i64 >= N
     });
     let stats = sluice.wait_for(30, "the lane to hold events", |v| {
-        lane(v)["events"].as_u64() > Some(0)
+        lane_of(v, "web")["events"].as_u64() > Some(0)
     });
-    assert_eq!(lane(&stats)["type"], "memory");
+    assert_eq!(lane_of(&stats, "web")["type"], "memory");
     assert!(
         !dir.join("data/queue/main/lanes/web").exists(),
         "a memory lane wrote to disk"
@@ -653,14 +617,7 @@ fn a_memory_lane_isolates_and_says_what_a_stop_loses() {
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &sluice.child.id().to_string()])
         .status();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = sluice.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "sluice did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = sluice.exit(30);
     let log = sluice.log();
     assert_eq!(
         status.code(),
@@ -764,7 +721,7 @@ fn a_hung_destination_stalls_nothing_either() {
     let before = file_rate(&out, Duration::from_secs(1));
     hung.store(true, Ordering::SeqCst);
     sluice.wait_for(30, "the lane to store events", |v| {
-        lane(v)["events"].as_u64() > Some(1_000)
+        lane_of(v, "web")["events"].as_u64() > Some(1_000)
     });
     let during = file_rate(&out, Duration::from_secs(2));
     eprintln!("file output: {before:.0} events/s before, {during:.0} while the destination hangs");
@@ -773,14 +730,7 @@ fn a_hung_destination_stalls_nothing_either() {
         "the file output slowed from {before:.0} to {during:.0} events/s"
     );
     hung.store(false, Ordering::SeqCst);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = sluice.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "sluice did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = sluice.exit(120);
     assert!(status.success(), "{status}\n{}", sluice.log());
     run_support::assert_exactly_once(&in_file(&out), N);
     let got = received(&Destination {

@@ -3,6 +3,7 @@
 //! over two servers as Dalli's ring spreads them, and a server that goes away and comes back.
 
 mod net_support;
+mod run_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -73,26 +74,8 @@ impl Drop for Memcached {
 }
 
 fn sluice(config: &str, input: &str) -> (Vec<serde_json::Value>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["-w", "1", "-e", config])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{log}");
-    let events = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (ok, events, log) = run_support::pipe_through(config, input);
+    assert!(ok, "{log}");
     (events, log)
 }
 

@@ -167,13 +167,22 @@ impl Sluice {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = self.exit(30);
+        assert!(status.success(), "sluice exit: {status}\n{}", self.log());
+    }
+
+    /// Waits (at most `secs` seconds, else fails the test) for sluice to exit by itself.
+    pub fn exit(&mut self, secs: u64) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "sluice exit: {status}\n{}", self.log());
-                return;
+                return status;
             }
-            assert!(Instant::now() < deadline, "sluice did not stop within 30 s");
+            assert!(
+                Instant::now() < deadline,
+                "sluice did not exit within {secs} s:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -325,3 +325,32 @@ pub fn read_dead_letters_with(
     );
     entries
 }
+
+/// `sluice -w 1 -e config` with `input` on its standard input until it ends: whether it
+/// exited 0, its standard output as JSON lines, and its log.
+pub fn pipe_through(config: &str, input: &str) -> (bool, Vec<serde_json::Value>, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["-w", "1", "-e", config])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let events = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (
+        out.status.success(),
+        events,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
