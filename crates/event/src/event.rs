@@ -45,8 +45,8 @@ impl Event {
     pub fn new() -> Event {
         // Room for the fields an input and a filter or two add, without growing.
         let mut fields = Map::with_capacity(8);
-        fields.insert(Key::from(TIMESTAMP), Value::Timestamp(Timestamp::now()));
-        fields.insert(Key::from(VERSION), Value::String("1".into()));
+        fields.insert(crate::key!(TIMESTAMP), Value::Timestamp(Timestamp::now()));
+        fields.insert(crate::key!(VERSION), Value::String("1".into()));
         Event {
             fields,
             metadata: Map::new(),
@@ -59,7 +59,7 @@ impl Event {
     pub fn with_message(message: impl Into<Str>) -> Event {
         let mut e = Event::new();
         e.fields
-            .insert(Key::from("message"), Value::String(message.into()));
+            .insert(crate::key!("message"), Value::String(message.into()));
         e
     }
 
@@ -68,13 +68,13 @@ impl Event {
     /// `_@timestamp` and tagged), missing `@timestamp`/`@version` are filled in, and
     /// `@metadata` moves to the metadata side.
     pub fn from_map(mut fields: Map) -> Event {
-        let metadata = match fields.remove(METADATA) {
+        let metadata = match fields.remove(&crate::key!(METADATA)) {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
         };
         // `@timestamp` is fixed where it lies: parsed if a string, moved aside if unusable.
         let mut failed = None;
-        let stamped = match fields.get_mut(TIMESTAMP) {
+        let stamped = match fields.get_mut(&crate::key!(TIMESTAMP)) {
             Some(Value::Timestamp(_)) => true,
             Some(v) => {
                 let parsed = match v {
@@ -83,30 +83,30 @@ impl Event {
                 };
                 match parsed {
                     Some(t) => *v = Value::Timestamp(t),
-                    None => failed = fields.remove(TIMESTAMP),
+                    None => failed = fields.remove(&crate::key!(TIMESTAMP)),
                 }
                 parsed.is_some()
             }
             None => false,
         };
         if !stamped {
-            fields.insert(Key::from(TIMESTAMP), Value::Timestamp(Timestamp::now()));
+            fields.insert(crate::key!(TIMESTAMP), Value::Timestamp(Timestamp::now()));
         }
         fields
-            .entry(Key::from(VERSION))
+            .entry(crate::key!(VERSION))
             .or_insert_with(|| Value::String("1".into()));
         // As Logstash: `tags` must be a string or a list of strings. Anything else moves to
         // `_tags` (in a list) and `tags` says so; checked before `@timestamp`'s own tag.
-        let illegal_tags = match fields.get(TAGS) {
+        let illegal_tags = match fields.get(&crate::key!(TAGS)) {
             None | Some(Value::Null) | Some(Value::String(_)) => false,
             Some(Value::Array(a)) => !a.iter().all(|v| matches!(v, Value::String(_))),
             Some(_) => true,
         };
         if illegal_tags {
-            if let Some(bad) = fields.remove(TAGS) {
-                fields.insert(Key::from(TAGS_FAILURE_FIELD), Value::Array(vec![bad]));
+            if let Some(bad) = fields.remove(&crate::key!(TAGS)) {
+                fields.insert(crate::key!(TAGS_FAILURE_FIELD), Value::Array(vec![bad]));
                 fields.insert(
-                    Key::from(TAGS),
+                    crate::key!(TAGS),
                     Value::Array(vec![Value::String(TAGS_PARSE_FAILURE.into())]),
                 );
             }
@@ -118,7 +118,7 @@ impl Event {
             origin: 0,
         };
         if let Some(bad) = failed {
-            event.fields.insert(Key::from("_@timestamp"), bad);
+            event.fields.insert(crate::key!("_@timestamp"), bad);
             event.add_tag(TIMESTAMP_PARSE_FAILURE);
         }
         event
@@ -223,7 +223,7 @@ impl Event {
             return !path.is_empty() && fieldref::set_if_absent(&mut self.metadata, path, value);
         }
         if r.is_top_level() && r.segments()[0] == TIMESTAMP {
-            if self.fields.contains_key(TIMESTAMP) {
+            if self.fields.contains_key(&crate::key!(TIMESTAMP)) {
                 return false;
             }
             self.set(r, value);
@@ -253,7 +253,7 @@ impl Event {
     }
 
     pub fn timestamp(&self) -> Option<Timestamp> {
-        match self.fields.get(TIMESTAMP) {
+        match self.fields.get(&crate::key!(TIMESTAMP)) {
             Some(Value::Timestamp(t)) => Some(*t),
             _ => None,
         }
@@ -261,11 +261,11 @@ impl Event {
 
     pub fn set_timestamp(&mut self, t: Timestamp) {
         self.fields
-            .insert(Key::from(TIMESTAMP), Value::Timestamp(t));
+            .insert(crate::key!(TIMESTAMP), Value::Timestamp(t));
     }
 
     pub fn has_tag(&self, tag: &str) -> bool {
-        match self.fields.get(TAGS) {
+        match self.fields.get(&crate::key!(TAGS)) {
             Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some(tag)),
             Some(Value::String(s)) => s == tag,
             _ => false,
@@ -278,7 +278,7 @@ impl Event {
     pub fn add_tag(&mut self, tag: &str) {
         let tags = self
             .fields
-            .entry(Key::from(TAGS))
+            .entry(crate::key!(TAGS))
             .or_insert_with(|| Value::Array(Vec::new()));
         match tags {
             Value::Array(a) => {
@@ -307,7 +307,10 @@ impl Event {
     /// `tags` field, it becomes a list (a string its only item) without any `tag`; an empty
     /// list stays.
     pub fn remove_tag(&mut self, tag: &str) {
-        if matches!(self.fields.get(TAGS), None | Some(Value::Null)) {
+        if matches!(
+            self.fields.get(&crate::key!(TAGS)),
+            None | Some(Value::Null)
+        ) {
             return;
         }
         self.tags_as_list().retain(|v| v.as_str() != Some(tag));
@@ -317,7 +320,7 @@ impl Event {
     fn tags_as_list(&mut self) -> &mut Vec<Value> {
         let tags = self
             .fields
-            .entry(Key::from(TAGS))
+            .entry(crate::key!(TAGS))
             .or_insert_with(|| Value::Array(Vec::new()));
         if !matches!(tags, Value::Array(_)) {
             let old = std::mem::take(tags);
@@ -398,7 +401,7 @@ mod tests {
         let mut e = Event::new();
         e.set(&r("[@metadata][index]"), "logs".into());
         assert_eq!(e.get(&r("[@metadata][index]")), Some(&"logs".into()));
-        assert!(!e.fields().contains_key(METADATA));
+        assert!(!e.fields().contains_key(&crate::key!(METADATA)));
     }
 
     #[test]

@@ -136,7 +136,7 @@ fn index_of(seg: &str, len: usize) -> Option<usize> {
     (0..len as i64).contains(&idx).then_some(idx as usize)
 }
 
-fn child<'a>(v: &'a Value, seg: &str) -> Option<&'a Value> {
+fn child<'a>(v: &'a Value, seg: &Key) -> Option<&'a Value> {
     match v {
         Value::Object(m) => m.get(seg),
         Value::Array(a) => index_of(seg, a.len()).map(|i| &a[i]),
@@ -144,7 +144,7 @@ fn child<'a>(v: &'a Value, seg: &str) -> Option<&'a Value> {
     }
 }
 
-fn child_mut<'a>(v: &'a mut Value, seg: &str) -> Option<&'a mut Value> {
+fn child_mut<'a>(v: &'a mut Value, seg: &Key) -> Option<&'a mut Value> {
     match v {
         Value::Object(m) => m.get_mut(seg),
         Value::Array(a) => index_of(seg, a.len()).map(move |i| &mut a[i]),
@@ -155,7 +155,7 @@ fn child_mut<'a>(v: &'a mut Value, seg: &str) -> Option<&'a mut Value> {
 /// Looks up `path` under `root`.
 pub fn get<'a>(root: &'a Map, path: &[Key]) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
-    let mut v = root.get(first.as_str())?;
+    let mut v = root.get(first)?;
     for seg in rest {
         v = child(v, seg)?;
     }
@@ -164,7 +164,7 @@ pub fn get<'a>(root: &'a Map, path: &[Key]) -> Option<&'a Value> {
 
 pub fn get_mut<'a>(root: &'a mut Map, path: &[Key]) -> Option<&'a mut Value> {
     let (first, rest) = path.split_first()?;
-    let mut v = root.get_mut(first.as_str())?;
+    let mut v = root.get_mut(first)?;
     for seg in rest {
         v = child_mut(v, seg)?;
     }
@@ -239,7 +239,7 @@ fn new_object() -> Value {
     Value::Object(Map::with_capacity(1))
 }
 
-fn descend_or_create<'a>(cur: &'a mut Value, seg: &str) -> &'a mut Value {
+fn descend_or_create<'a>(cur: &'a mut Value, seg: &Key) -> &'a mut Value {
     if let Value::Array(a) = cur {
         let len = a.len();
         return match index_of(seg, len) {
@@ -254,7 +254,7 @@ fn descend_or_create<'a>(cur: &'a mut Value, seg: &str) -> &'a mut Value {
         *cur = new_object();
     }
     match cur {
-        Value::Object(m) => m.entry(Key::from(seg)).or_insert_with(new_object),
+        Value::Object(m) => m.entry(seg.clone()).or_insert_with(new_object),
         _ => unreachable!("replaced by an object above"),
     }
 }
@@ -263,10 +263,10 @@ fn descend_or_create<'a>(cur: &'a mut Value, seg: &str) -> &'a mut Value {
 pub fn remove(root: &mut Map, path: &[Key]) -> Option<Value> {
     let (last, parents) = path.split_last()?;
     if parents.is_empty() {
-        return root.remove(last.as_str());
+        return root.remove(last);
     }
     match get_mut(root, parents)? {
-        Value::Object(m) => m.remove(last.as_str()),
+        Value::Object(m) => m.remove(last),
         Value::Array(a) => index_of(last, a.len()).map(|i| a.remove(i)),
         _ => None,
     }

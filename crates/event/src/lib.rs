@@ -11,6 +11,7 @@ pub mod event;
 pub mod fieldref;
 pub mod joda;
 pub mod json;
+pub mod key;
 pub mod template;
 pub mod timestamp;
 pub mod value;

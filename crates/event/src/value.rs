@@ -8,9 +8,7 @@ use std::fmt::Write as _;
 
 use crate::timestamp::Timestamp;
 
-/// A field name. Names of up to 24 bytes (nearly all of them) are stored inline, so building
-/// an event from JSON or from the queue allocates for its values, not for its keys.
-pub type Key = compact_str::CompactString;
+pub use crate::key::Key;
 
 /// A string value: up to 24 bytes inline (status codes, verbs, IP addresses, names), longer
 /// ones on the heap. Derefs to `&str`.

@@ -90,7 +90,7 @@ impl EsBulk {
                     Value::Object(inner) => inner.clone(),
                     _ => Map::new(),
                 };
-                metadata.insert("action".into(), Value::String(action.clone()));
+                metadata.insert("action".into(), Value::String(action.as_str().into()));
                 if action == "delete" {
                     out.push(self.event(None, metadata));
                 } else {

@@ -1,0 +1,437 @@
+//! [`Key`]: a field name, interned once per process so that comparing two names is, nearly
+//! always, comparing two integers.
+//!
+//! Every map of an event ([`crate::Map`]) is a vector sorted by [`Key`], and every field
+//! lookup, insert and merge is a binary search over it: field names are compared far more
+//! often than they are made. So a name is made into a `Key` once (when a config's field
+//! reference is compiled, when a decoder meets a name it did not meet before) and compared
+//! cheaply from then on:
+//!
+//! - **Interning.** `Key::from("status")` returns a handle to the process's one copy of the
+//!   name (a [`Name`]: the text and its first 16 bytes as a big-endian integer). Two keys of
+//!   the same name hold the same pointer: equality is one pointer compare.
+//! - **Order.** Keys order as their text does (byte order), so maps, JSON and rubydebug keep
+//!   the output order they had. Two different names are ordered by their 16-byte prefixes, one
+//!   integer compare; only names that share their first 16 bytes compare their text.
+//! - **Finding a name.** A thread keeps a direct-mapped cache of the names it met (indexed by
+//!   the prefix and the length), then a hash map of them; only a name the thread never met
+//!   locks the process's table. A decoder that meets the same names event after event finds
+//!   them in the cache without hashing.
+//! - **Bounds.** Interned names are never freed, so the table is bounded: names longer than
+//!   [`MAX_INTERNED_LEN`] bytes, and every new name once [`MAX_INTERNED`] are interned (JSON
+//!   with ids for keys, say), are kept in a key of their own instead (reference-counted). A
+//!   name is either always interned or never (the table only grows, and a full table stays
+//!   full), so pointer equality stays exact.
+
+use std::borrow::Borrow;
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Names longer than this are not interned.
+pub const MAX_INTERNED_LEN: usize = 128;
+/// The most names the process interns; later new names get keys of their own.
+pub const MAX_INTERNED: usize = 1 << 16;
+
+/// One field name: its text, and its first 16 bytes (zero-padded) as a big-endian integer,
+/// which orders two names as their text does unless the two are equal.
+pub struct Name {
+    prefix: u128,
+    text: Box<str>,
+}
+
+impl Name {
+    fn new(text: &str) -> Name {
+        Name {
+            prefix: prefix(text.as_bytes()),
+            text: text.into(),
+        }
+    }
+}
+
+fn prefix(bytes: &[u8]) -> u128 {
+    let mut buf = [0u8; 16];
+    let n = bytes.len().min(16);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    u128::from_be_bytes(buf)
+}
+
+/// A field name (see the module's documentation). Derefs to `&str`; cloning copies a pointer.
+#[derive(Clone)]
+pub struct Key(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Interned(&'static Name),
+    Own(Arc<Name>),
+}
+
+impl Key {
+    /// The key of `text`: the interned one where there is (or may be) one.
+    pub fn new(text: &str) -> Key {
+        if text.len() > MAX_INTERNED_LEN {
+            return Key(Repr::Own(Arc::new(Name::new(text))));
+        }
+        match intern(text) {
+            Some(name) => Key(Repr::Interned(name)),
+            None => Key(Repr::Own(Arc::new(Name::new(text)))),
+        }
+    }
+
+    #[inline]
+    fn name(&self) -> &Name {
+        match &self.0 {
+            Repr::Interned(n) => n,
+            Repr::Own(n) => n,
+        }
+    }
+
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        &self.name().text
+    }
+}
+
+impl Default for Key {
+    /// The empty name.
+    #[inline]
+    fn default() -> Key {
+        static EMPTY: OnceLock<&'static Name> = OnceLock::new();
+        Key(Repr::Interned(EMPTY.get_or_init(|| {
+            let table = table().lock().unwrap_or_else(|e| e.into_inner());
+            table[""]
+        })))
+    }
+}
+
+impl PartialEq for Key {
+    #[inline]
+    fn eq(&self, other: &Key) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Interned(a), Repr::Interned(b)) => std::ptr::eq(*a, *b),
+            _ => self.as_str() == other.as_str(),
+        }
+    }
+}
+
+impl Eq for Key {}
+
+impl Ord for Key {
+    #[inline]
+    fn cmp(&self, other: &Key) -> Ordering {
+        let (a, b) = (self.name(), other.name());
+        if std::ptr::eq(a, b) {
+            return Ordering::Equal;
+        }
+        match a.prefix.cmp(&b.prefix) {
+            Ordering::Equal => a.text.cmp(&b.text),
+            unequal => unequal,
+        }
+    }
+}
+
+impl PartialOrd for Key {
+    #[inline]
+    fn partial_cmp(&self, other: &Key) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Hashes as the text does, as [`Borrow<str>`] requires.
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl Deref for Key {
+    type Target = str;
+    #[inline]
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Key {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Borrow<str> for Key {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl From<&str> for Key {
+    fn from(s: &str) -> Key {
+        Key::new(s)
+    }
+}
+
+impl From<&String> for Key {
+    fn from(s: &String) -> Key {
+        Key::new(s)
+    }
+}
+
+impl From<String> for Key {
+    fn from(s: String) -> Key {
+        Key::new(&s)
+    }
+}
+
+impl From<Box<str>> for Key {
+    fn from(s: Box<str>) -> Key {
+        Key::new(&s)
+    }
+}
+
+impl From<std::borrow::Cow<'_, str>> for Key {
+    fn from(s: std::borrow::Cow<'_, str>) -> Key {
+        Key::new(&s)
+    }
+}
+
+impl From<&Key> for Key {
+    fn from(k: &Key) -> Key {
+        k.clone()
+    }
+}
+
+impl From<crate::value::Str> for Key {
+    fn from(s: crate::value::Str) -> Key {
+        Key::new(&s)
+    }
+}
+
+impl From<&crate::value::Str> for Key {
+    fn from(s: &crate::value::Str) -> Key {
+        Key::new(s)
+    }
+}
+
+impl From<Key> for String {
+    fn from(k: Key) -> String {
+        k.as_str().to_owned()
+    }
+}
+
+impl From<Key> for crate::value::Str {
+    fn from(k: Key) -> crate::value::Str {
+        crate::value::Str::from(k.as_str())
+    }
+}
+
+impl PartialEq<str> for Key {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Key {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Key {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<Key> for str {
+    fn eq(&self, other: &Key) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<Key> for &str {
+    fn eq(&self, other: &Key) -> bool {
+        *self == other.as_str()
+    }
+}
+
+/// The [`Key`] of a name fixed at compile time, looked up once per call site:
+/// `key!("message")` costs an atomic load where `Key::from("message")` hashes or probes.
+#[macro_export]
+macro_rules! key {
+    ($text:expr) => {{
+        static KEY: ::std::sync::OnceLock<$crate::Key> = ::std::sync::OnceLock::new();
+        KEY.get_or_init(|| $crate::Key::from($text)).clone()
+    }};
+}
+
+// ---- the table ----
+
+/// The process's interned names, by text.
+fn table() -> &'static Mutex<HashMap<&'static str, &'static Name>> {
+    static TABLE: OnceLock<Mutex<HashMap<&'static str, &'static Name>>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        // The empty name is there from the start, so that a full table still has it.
+        let empty: &'static Name = Box::leak(Box::new(Name::new("")));
+        Mutex::new(HashMap::from([(&*empty.text, empty)]))
+    })
+}
+
+/// Slots of a thread's direct-mapped cache (a power of two).
+const CACHE_SLOTS: usize = 512;
+
+struct Local {
+    /// Direct-mapped: a name's slot is a hash of its prefix and length.
+    cache: Box<[Option<&'static Name>; CACHE_SLOTS]>,
+    /// Every interned name this thread met.
+    seen: HashMap<&'static str, &'static Name, foldhash::fast::RandomState>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local {
+        cache: Box::new([None; CACHE_SLOTS]),
+        seen: HashMap::default(),
+    });
+}
+
+#[inline]
+fn slot(prefix: u128, len: usize) -> usize {
+    let x = (prefix as u64) ^ ((prefix >> 64) as u64) ^ (len as u64);
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 55) as usize % CACHE_SLOTS
+}
+
+/// The interned name of `text`, interning it if the table has room; `None` when it is full
+/// and `text` is not in it.
+fn intern(text: &str) -> Option<&'static Name> {
+    let p = prefix(text.as_bytes());
+    let s = slot(p, text.len());
+    LOCAL.with(|local| {
+        let mut local = local.borrow_mut();
+        if let Some(n) = local.cache[s] {
+            if n.prefix == p && *n.text == *text {
+                return Some(n);
+            }
+        }
+        let found = match local.seen.get(text) {
+            Some(n) => *n,
+            None => {
+                let n = intern_globally(text)?;
+                local.seen.insert(&n.text, n);
+                n
+            }
+        };
+        local.cache[s] = Some(found);
+        Some(found)
+    })
+}
+
+#[cold]
+fn intern_globally(text: &str) -> Option<&'static Name> {
+    let mut table = table().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = table.get(text) {
+        return Some(n);
+    }
+    if table.len() >= MAX_INTERNED {
+        return None;
+    }
+    let name: &'static Name = Box::leak(Box::new(Name::new(text)));
+    table.insert(&name.text, name);
+    Some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_name_same_pointer_and_order_is_byte_order() {
+        let a = Key::from("status");
+        let b = Key::from(String::from("status"));
+        assert!(
+            matches!((&a.0, &b.0), (Repr::Interned(x), Repr::Interned(y)) if std::ptr::eq(*x, *y))
+        );
+        assert_eq!(a, b);
+        let names = [
+            "",
+            "a",
+            "a\0",
+            "ab",
+            "country_code2",
+            "country_code3",
+            "country_name",
+            "http_user_agent_original_long",
+            "http_user_agent_original_longer",
+            "\u{e9}t\u{e9}",
+            "Z",
+            "@timestamp",
+        ];
+        for x in names {
+            for y in names {
+                let (kx, ky) = (Key::from(x), Key::from(y));
+                assert_eq!(kx.cmp(&ky), x.cmp(y), "{x:?} vs {y:?}");
+                assert_eq!(kx == ky, x == y);
+            }
+        }
+    }
+
+    #[test]
+    fn long_names_are_not_interned_but_compare_the_same() {
+        let long = "x".repeat(MAX_INTERNED_LEN + 1);
+        let a = Key::from(long.as_str());
+        let b = Key::from(long.clone());
+        assert!(matches!(a.0, Repr::Own(_)));
+        assert_eq!(a, b);
+        assert_eq!(a.cmp(&b), Ordering::Equal);
+        assert_eq!(a.cmp(&Key::from("y")), Ordering::Less);
+        assert_eq!(&*a, long);
+    }
+
+    #[test]
+    fn names_met_on_other_threads_are_the_same_keys() {
+        let here = Key::from("from_another_thread");
+        let there = std::thread::spawn(|| Key::from("from_another_thread"))
+            .join()
+            .unwrap();
+        assert!(
+            matches!((&here.0, &there.0), (Repr::Interned(x), Repr::Interned(y)) if std::ptr::eq(*x, *y))
+        );
+    }
+
+    #[test]
+    fn a_cache_slot_shared_by_two_names_finds_each() {
+        // Many names through the 512-slot cache: collisions must fall back, not confuse.
+        let keys: Vec<Key> = (0..5000).map(|i| Key::from(format!("f{i}"))).collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(k.as_str(), format!("f{i}"));
+            assert_eq!(*k, Key::from(format!("f{i}")));
+        }
+    }
+
+    proptest::proptest! {
+        /// Keys order and compare exactly as their text, whatever the bytes (the maps' binary
+        /// searches and the queue's sorted-key check rely on it).
+        #[test]
+        fn order_and_equality_are_the_texts(a in ".{0,40}", b in ".{0,40}", shared in "[a-z_]{0,20}") {
+            let (a, b) = (format!("{shared}{a}"), format!("{shared}{b}"));
+            let (ka, kb) = (Key::from(a.as_str()), Key::from(b.as_str()));
+            proptest::prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            proptest::prop_assert_eq!(ka == kb, a == b);
+            proptest::prop_assert_eq!(ka.as_str(), a.as_str());
+        }
+    }
+}
