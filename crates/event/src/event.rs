@@ -44,9 +44,11 @@ impl Event {
     /// An empty event stamped now, with `@version` "1".
     pub fn new() -> Event {
         // Room for the fields an input and a filter or two add, without growing.
-        let mut fields = Map::with_capacity(8);
-        fields.insert(crate::key!(TIMESTAMP), Value::Timestamp(Timestamp::now()));
-        fields.insert(crate::key!(VERSION), Value::String("1".into()));
+        let mut entries = Vec::with_capacity(8);
+        entries.push((crate::key!(TIMESTAMP), Value::Timestamp(Timestamp::now())));
+        entries.push((crate::key!(VERSION), Value::String("1".into())));
+        // In order: "@timestamp" < "@version".
+        let fields = Map::from_sorted_store_unchecked(entries);
         Event {
             fields,
             metadata: Map::new(),

@@ -233,10 +233,11 @@ fn insert(m: &mut Map, key: &Key, value: Value, overwrite: bool) -> bool {
     }
 }
 
-/// An object made on the way to a field being set: it gets one entry now, so room for one
-/// (a map grows to four entries on its first insert otherwise).
+/// An object made on the way to a field being set: it gets one entry now, and room for a
+/// second (`[event][original]` then `[event][sequence]`, `[url][path]` then `[url][query]`),
+/// which saves the reallocation to four that the second entry would make.
 fn new_object() -> Value {
-    Value::Object(Map::with_capacity(1))
+    Value::Object(Map::with_capacity(2))
 }
 
 fn descend_or_create<'a>(cur: &'a mut Value, seg: &Key) -> &'a mut Value {

@@ -24,7 +24,7 @@
 //!   full), so pointer equality stays exact.
 
 use std::borrow::Borrow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
@@ -53,7 +53,11 @@ impl Name {
     }
 }
 
+#[inline]
 fn prefix(bytes: &[u8]) -> u128 {
+    if let Some(head) = bytes.first_chunk::<16>() {
+        return u128::from_be_bytes(*head);
+    }
     let mut buf = [0u8; 16];
     let n = bytes.len().min(16);
     buf[..n].copy_from_slice(&bytes[..n]);
@@ -295,18 +299,14 @@ fn table() -> &'static Mutex<HashMap<&'static str, &'static Name>> {
 /// Slots of a thread's direct-mapped cache (a power of two).
 const CACHE_SLOTS: usize = 512;
 
-struct Local {
-    /// Direct-mapped: a name's slot is a hash of its prefix and length.
-    cache: Box<[Option<&'static Name>; CACHE_SLOTS]>,
-    /// Every interned name this thread met.
-    seen: HashMap<&'static str, &'static Name, foldhash::fast::RandomState>,
-}
-
 thread_local! {
-    static LOCAL: RefCell<Local> = RefCell::new(Local {
-        cache: Box::new([None; CACHE_SLOTS]),
-        seen: HashMap::default(),
-    });
+    /// Direct-mapped: a name's slot is a hash of its prefix and length. Constant-initialised
+    /// cells, so that the hit path has no lazy set-up and no borrow flag.
+    static CACHE: [Cell<Option<&'static Name>>; CACHE_SLOTS] =
+        const { [const { Cell::new(None) }; CACHE_SLOTS] };
+    /// Every interned name this thread met.
+    static SEEN: RefCell<HashMap<&'static str, &'static Name, foldhash::fast::RandomState>> =
+        RefCell::new(HashMap::default());
 }
 
 #[inline]
@@ -317,26 +317,32 @@ fn slot(prefix: u128, len: usize) -> usize {
 
 /// The interned name of `text`, interning it if the table has room; `None` when it is full
 /// and `text` is not in it.
+#[inline]
 fn intern(text: &str) -> Option<&'static Name> {
     let p = prefix(text.as_bytes());
     let s = slot(p, text.len());
-    LOCAL.with(|local| {
-        let mut local = local.borrow_mut();
-        if let Some(n) = local.cache[s] {
-            if n.prefix == p && *n.text == *text {
-                return Some(n);
-            }
+    let cached = CACHE.with(|c| c[s].get());
+    if let Some(n) = cached {
+        // Names of up to 16 bytes are equal when their prefixes and lengths are.
+        if n.prefix == p && n.text.len() == text.len() && (text.len() <= 16 || *n.text == *text) {
+            return Some(n);
         }
-        let found = match local.seen.get(text) {
-            Some(n) => *n,
-            None => {
-                let n = intern_globally(text)?;
-                local.seen.insert(&n.text, n);
-                n
-            }
-        };
-        local.cache[s] = Some(found);
-        Some(found)
+    }
+    let found = intern_slowly(text)?;
+    CACHE.with(|c| c[s].set(Some(found)));
+    Some(found)
+}
+
+/// [`intern`] past the cache: this thread's map of names, then the process's table.
+fn intern_slowly(text: &str) -> Option<&'static Name> {
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if let Some(n) = seen.get(text) {
+            return Some(*n);
+        }
+        let n = intern_globally(text)?;
+        seen.insert(&n.text, n);
+        Some(n)
     })
 }
 
