@@ -4,7 +4,36 @@
 //! (`@timestamp`, `@version`, `tags`) and a separate `@metadata` map that never leaves the
 //! process. Plugins address fields with Logstash field references ([`FieldRef`], `[a][b]`),
 //! build strings with sprintf [`Template`]s (`%{[a][b]}`, `%{+yyyy.MM.dd}`), and codecs turn
-//! events into JSON and back ([`json`]). Nothing here knows about configs, queues or I/O.
+//! events into JSON and back ([`json`]) and the persisted queue into its records
+//! ([`binary`]). Nothing here knows about configs, queues or I/O.
+//!
+//! # Design: what a field lookup costs
+//!
+//! A worker spends much of its time finding, adding and replacing fields (grok's captures,
+//! geoip's and useragent's fields, every `mutate`), so the model is built around that:
+//!
+//! - **Names are symbols** ([`Key`], [`mod@key`]). A field name is interned once per process:
+//!   a key is a pointer to the one copy of its name, which also holds the name's first 16
+//!   bytes as an integer. Equal names are equal pointers; two different names order by one
+//!   integer compare unless their first 16 bytes agree. Field references, grok captures and
+//!   plugin options resolve their names when the config is compiled; decoders resolve each
+//!   name through a per-thread cache (the queue's decoder first reuses the keys of the record
+//!   before). The table is bounded: long names, and new names once it is full, get keys of
+//!   their own, which compare by text.
+//! - **Maps are sorted vectors** ([`Map`], litemap): one allocation per object, a binary
+//!   search by key, entries of 48 bytes (a 16-byte key, a 32-byte value). Keys order as
+//!   their text does, so iteration is in name order and output that depends on it (JSON,
+//!   rubydebug, the queue's records, whose decoder checks that keys ascend) is deterministic
+//!   and unchanged by interning. Maps built from sorted input (the queue, our JSON) append;
+//!   bulk inserts sort once.
+//! - **Strings** ([`Str`]) keep up to 24 bytes inline (status codes, verbs, addresses), so
+//!   the common short value costs no allocation.
+//! - **The queue's format** ([`binary`], version 1) writes names as text: interning is a
+//!   property of the process, not of the file, so queues written before keys were interned
+//!   open and drain unchanged (their keys are interned as they are read).
+//!
+//! `bench/event_model.sh` measures each step against a baseline build; `bench/README.md`
+//! keeps its figures, the steps that did not pay included.
 
 pub mod binary;
 pub mod event;
