@@ -8,7 +8,8 @@
 #   2. the http destination down (a closed port): the file output's rate with the lane,
 #      against its rate with both up, each over the same window of the run (see file_rate;
 #      without a lane the pipeline stalls at once: not run).
-# Prints events/s and the ratios. Usage: bench/lanes.sh [LINES] (ROUNDS=N, default 5)
+# Prints events/s and the ratios. Usage: bench/lanes.sh [LINES] (ROUNDS=N, default 5;
+# SLUICE_BIN=path runs another build, e.g. an older commit's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -16,7 +17,7 @@ N=${1:-300000}
 ROUNDS=${ROUNDS:-5}
 command -v go >/dev/null || { echo "bench/lanes.sh: go not found" >&2; exit 1; }
 cargo build --release --quiet
-BIN=$PWD/target/release/sluice
+BIN=${SLUICE_BIN:-$PWD/target/release/sluice}
 DIR=$PWD/target/bench-lanes
 apache_lines "$N" "$DIR"
 tmpfs_dir lanes
