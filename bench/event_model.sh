@@ -10,7 +10,8 @@
 #     event and for the Apache pipeline;
 #   - beats (uncompressed): Elastic's go-lumber client, 4 connections, window 2048, ~200-byte
 #     events into `output { null {} }`, from the client's start until /_node/stats says every
-#     event left.
+#     event left; and sluice's CPU per event over that run (/proc, user + system), which the
+#     client's share of the two cores does not blur.
 # Usage: BASE=/path/to/old/sluice bench/event_model.sh [LINES] (ROUNDS=N, default 5;
 # CASES=apache,generator,persisted,beats, default all)
 set -euo pipefail
@@ -66,7 +67,9 @@ one() {
     done
   fi
   if want beats; then
-    add "$l.beats" "$(beats_rate "$bin")"
+    read -r rate cpu <<<"$(beats_rate "$bin")"
+    add "$l.beats" "$rate"
+    add "$l.beats-cpu" "$cpu"
   fi
   rm -rf "$SHM/data"
 }
@@ -78,7 +81,7 @@ fi
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # beats_rate BIN: events/s of BIN's beats input for 1,000,000 events.
 beats_rate() {
-  local bin=$1 api beats pid s e n=1000000
+  local bin=$1 api beats pid s e ticks n=1000000
   api=$(port); beats=$(port)
   mkdir -p "$DIR/beats"
   printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$api" "$SHM/data" > "$DIR/beats/sluice.yml"
@@ -89,8 +92,9 @@ beats_rate() {
   "$DIR/lumber-client" -addr "127.0.0.1:$beats" -n $n -conns 4 -window 2048 -compress 0 -pad 110 -encoded >/dev/null
   until [ "$(curl -sf "127.0.0.1:$api/_node/stats/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"]["out"])' 2>/dev/null || echo 0)" -ge $n ]; do sleep 0.02; done
   e=$(date +%s.%N)
+  ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  awk -v n=$n -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / (e - s) }'
+  awk -v n=$n -v s="$s" -v e="$e" -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f %.3f", n / (e - s), t / hz * 1e6 / n }'
 }
 
 machine "$N Apache lines, $GEN_N generator events, $ROUNDS rounds alternated; base $BASE"
@@ -108,4 +112,4 @@ echo "|---|---|---|---|"
 if want apache; then row "Apache pipeline, memory queue, 2 workers (events/s)" apache; row "its largest RSS (KiB)" rss; fi
 if want generator; then row "generator → null, memory queue (events/s)" generator; fi
 if want persisted; then row "CPU a persisted queue adds, generator's event (µs)" pq-gen; row "CPU a persisted queue adds, Apache event (µs)" pq-apache; fi
-if want beats; then row "beats, uncompressed (events/s)" beats; fi
+if want beats; then row "beats, uncompressed (events/s)" beats; row "beats: sluice's CPU per event (µs, user + system)" beats-cpu; fi
