@@ -117,6 +117,12 @@ impl Key {
         }
     }
 
+    /// Whether this key is the process's shared copy of its name (else a key of its own: a
+    /// long name, or a new name met once the table was full).
+    pub fn is_interned(&self) -> bool {
+        matches!(self.0, Repr::Interned(_))
+    }
+
     #[inline]
     pub fn as_str(&self) -> &str {
         &self.name().text
