@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod run_support;
+
 fn sluice() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
     c.arg("--log.level").arg("warn");
@@ -30,20 +32,7 @@ fn spawn_talking(args: &[&str], secs: u64) -> std::process::Child {
 }
 
 fn run_with_stdin(args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
-    let mut child = sluice()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_ref())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    run_support::output_with_stdin(sluice().args(args), stdin.as_ref())
 }
 
 /// A fresh empty directory under the system temp dir.

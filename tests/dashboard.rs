@@ -85,20 +85,18 @@ fn dashboard_shows_live_rates_in_headless_chromium() {
     let seen: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
     assert!(seen["outRate"].as_f64().unwrap() > 0.0, "{seen}");
     assert_eq!(seen["consoleErrors"].as_array().unwrap().len(), 0, "{seen}");
-    let tabs: Vec<&str> = seen["tabs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t.as_str())
-        .collect();
+    let texts = |list: &'static str| -> Vec<&str> {
+        seen[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t.as_str())
+            .collect()
+    };
+    let tabs = texts("tabs");
     assert_eq!(tabs, ["all pipelines", "disk", "fast"], "{seen}");
     // The disk pipeline's page shows its output's lane.
-    let info: Vec<&str> = seen["info"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t.as_str())
-        .collect();
+    let info = texts("info");
     assert!(
         info.iter()
             .any(|r| r.starts_with("lane n") && r.contains("persisted")),

@@ -85,6 +85,24 @@ fn lane_of(stats: &serde_json::Value, id: &str) -> serde_json::Value {
         .unwrap_or_default()
 }
 
+/// After a SIGKILL: the same config again, with nothing on its input and the persisted queue
+/// (under `dir/data`) drained, until it exits; it must exit 0 within `secs`.
+fn drain_again(dir: &Path, config: &str, secs: u64) -> run_support::Run {
+    let mut again = run_support::Run::spawn(
+        dir,
+        &format!(
+            "path.data: {}\nqueue.type: persisted\nqueue.drain: true\n",
+            dir.join("data").display()
+        ),
+        &["-e", config],
+        Stdio::null(),
+        Stdio::null(),
+    );
+    let status = again.exit(secs);
+    assert!(status.success(), "{status}\n{}", again.log());
+    again
+}
+
 /// Lines the file output wrote per second over `span`.
 fn file_rate(out: &Path, span: Duration) -> f64 {
     let before = run_support::complete_text(out).lines().count();
@@ -205,18 +223,7 @@ fn a_sigkill_during_the_outage_loses_nothing() {
     assert!(received(&server).is_empty(), "the destination was down");
     down.store(false, Ordering::SeqCst);
     // Again, with no input: the queue and the lane are emptied, then the run ends.
-    let mut again = run_support::Run::spawn(
-        &dir,
-        &format!(
-            "path.data: {}\nqueue.type: persisted\nqueue.drain: true\n",
-            dir.join("data").display()
-        ),
-        &["-e", &config],
-        Stdio::null(),
-        Stdio::null(),
-    );
-    let status = again.exit(120);
-    assert!(status.success(), "{status}\n{}", again.log());
+    let again = drain_again(&dir, &config, 120);
     let got = received(&server);
     let missing: Vec<_> = (0..N as i64).filter(|n| !got.contains_key(n)).collect();
     assert!(
@@ -393,18 +400,7 @@ fn elasticsearch_down_for_30_s_stalls_nothing_and_loses_nothing() {
     let _ = sluice.child.wait();
     drop(sluice);
     node.restart();
-    let mut again = run_support::Run::spawn(
-        &dir,
-        &format!(
-            "path.data: {}\nqueue.type: persisted\nqueue.drain: true\n",
-            dir.join("data").display()
-        ),
-        &["-e", &stdin_config],
-        Stdio::null(),
-        Stdio::null(),
-    );
-    let status = again.exit(300);
-    assert!(status.success(), "{status}\n{}", again.log());
+    let again = drain_again(&dir, &stdin_config, 300);
     assert_eq!(count(&node.url, "lanes-kill"), M as u64, "{}", again.log());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -326,24 +326,27 @@ pub fn read_dead_letters_with(
     entries
 }
 
-/// `sluice -w 1 -e config` with `input` on its standard input until it ends: whether it
-/// exited 0, its standard output as JSON lines, and its log.
-pub fn pipe_through(config: &str, input: &str) -> (bool, Vec<serde_json::Value>, String) {
+/// Runs `cmd` with `stdin` written to its standard input, until it ends: its status and
+/// what it wrote (standard output and error piped).
+pub fn output_with_stdin(cmd: &mut Command, stdin: &[u8]) -> std::process::Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["-w", "1", "-e", config])
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `sluice -w 1 -e config` with `input` on its standard input until it ends: whether it
+/// exited 0, its standard output as JSON lines, and its log.
+pub fn pipe_through(config: &str, input: &str) -> (bool, Vec<serde_json::Value>, String) {
+    let out = output_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_sluice")).args(["-w", "1", "-e", config]),
+        input.as_bytes(),
+    );
     let events = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -361,11 +361,6 @@ fn pipeline(e: &mut Exposition, id: &str, p: &Value) {
                     f(&pe["queue_push_duration_in_millis"]).map(|v| v / 1000.0),
                 ),
             ];
-            for (name, mkind, help, v) in items {
-                if let Some(v) = v {
-                    e.add(name, mkind, help, &pl, v);
-                }
-            }
             // An output's lane (sluice's own).
             let lane = &plugin["lane"];
             let lane_items: [(&str, &'static str, &'static str, Option<f64>); 6] = [
@@ -406,7 +401,7 @@ fn pipeline(e: &mut Exposition, id: &str, p: &Value) {
                     f(&lane["dropped"]),
                 ),
             ];
-            for (name, mkind, help, v) in lane_items {
+            for (name, mkind, help, v) in items.into_iter().chain(lane_items) {
                 if let Some(v) = v {
                     e.add(name, mkind, help, &pl, v);
                 }

@@ -79,8 +79,9 @@ fn prefix(bytes: &[u8]) -> u128 {
         v
     };
     let low: u64 = if n > 8 {
-        // Bytes 8..n are the low n - 8 bytes of the load ending at n.
-        (be64(n - 8) & (u64::MAX >> (8 * (16 - n)))) << (8 * (16 - n))
+        // Bytes 8..n are the low n - 8 bytes of the load ending at n; the shift drops the
+        // bytes before 8.
+        be64(n - 8) << (8 * (16 - n))
     } else {
         0
     };
@@ -100,10 +101,12 @@ enum Repr {
 impl Key {
     /// The key of `text`: the interned one where there is (or may be) one.
     pub fn new(text: &str) -> Key {
-        if text.len() > MAX_INTERNED_LEN {
-            return Key(Repr::Own(Arc::new(Name::new(text))));
-        }
-        match intern(text) {
+        let interned = if text.len() > MAX_INTERNED_LEN {
+            None
+        } else {
+            intern(text)
+        };
+        match interned {
             Some(name) => Key(Repr::Interned(name)),
             None => Key(Repr::Own(Arc::new(Name::new(text)))),
         }
