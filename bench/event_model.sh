@@ -13,7 +13,8 @@
 #     event left; and sluice's CPU per event over that run (/proc, user + system), which the
 #     client's share of the two cores does not blur.
 # Usage: BASE=/path/to/old/sluice bench/event_model.sh [LINES] (ROUNDS=N, default 5;
-# CASES=apache,generator,persisted,beats, default all)
+# CASES=apache,generator,persisted,beats, default all; NEW=path for another build than
+# target/release/sluice)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -24,7 +25,7 @@ want() { [[ "$CASES" == *",$1,"* ]]; }
 [ -x "${BASE:-}" ] || { echo "bench/event_model.sh: set BASE to the baseline's sluice binary" >&2; exit 1; }
 DIR=$PWD/target/bench-event-model
 apache_lines "$N" "$DIR"
-NEW=$PWD/target/release/sluice
+NEW=${NEW:-$PWD/target/release/sluice}
 tmpfs_dir event-model
 SHM=${TMPFS_DIR:-$DIR/shm}
 mkdir -p "$SHM"

@@ -53,67 +53,106 @@ impl Serialize for Event {
 
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(ValueVisitor)
+        let mut v = Value::Null;
+        d.deserialize_any(Slot(&mut v))?;
+        Ok(v)
     }
 }
 
-struct ValueVisitor;
+/// Deserializes a value into its place (which holds `Null`), the way the queue's decoder
+/// fills its maps: an object's entries are pushed empty and each value is written where it
+/// stays. Returning each value and moving it into its map reloaded freshly stored bytes in
+/// wider loads than they were written with, which the processor cannot forward from its store
+/// buffer (json_bench: the beats event 645 -> 497 ns, a filebeat event 2,470 -> 1,850 ns).
+struct Slot<'v>(&'v mut Value);
 
-impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = Value;
+impl<'de> DeserializeSeed<'de> for Slot<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Slot<'_> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        *self.0 = Value::Bool(v);
+        Ok(())
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Int(v))
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        *self.0 = Value::Int(v);
+        Ok(())
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::integer(v as i128))
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        *self.0 = Value::integer(v as i128);
+        Ok(())
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::Float(v))
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        *self.0 = Value::Float(v);
+        Ok(())
     }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.into()))
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        *self.0 = Value::String(v.into());
+        Ok(())
     }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v.into()))
+    fn visit_string<E>(self, v: String) -> Result<(), E> {
+        *self.0 = Value::String(v.into());
+        Ok(())
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
     }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(v) = seq.next_element()? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        // Keys usually come in order (we write them sorted): each is appended after one
-        // comparison. From the first key out of order on, the rest are collected and merged
-        // with one sort, so a large unsorted object costs n log n, not n².
-        // Most objects have a few keys: room for four saves the first reallocations.
-        let mut m = Map::with_capacity(access.size_hint().unwrap_or(4).min(64));
-        let mut unsorted: Vec<(Key, Value)> = Vec::new();
-        while let Some(k) = access.next_key_seed(KeySeed)? {
-            let v = access.next_value::<Value>()?;
-            if !unsorted.is_empty() {
-                unsorted.push((k, v));
-            } else if let Some(kv) = m.try_append(k, v) {
-                unsorted.push(kv);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut out: Vec<Value> = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        loop {
+            out.push(Value::Null);
+            let last = out.len() - 1;
+            if seq.next_element_seed(Slot(&mut out[last]))?.is_none() {
+                out.pop();
+                break;
             }
         }
-        // A repeated key keeps its last value, as serde_json's own maps do.
-        m.extend(unsorted);
-        Ok(Value::Object(m))
+        *self.0 = Value::Array(out);
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<(), A::Error> {
+        // Keys usually come in order (we write them sorted), so the entries are checked as
+        // they come and, if they ascend, become the map as they are; otherwise they are
+        // sorted once (n log n, not n² inserts).
+        // Most objects have a few keys: room for four saves the first reallocations.
+        let mut entries: Vec<(Key, Value)> =
+            Vec::with_capacity(access.size_hint().unwrap_or(4).min(64));
+        let mut ascending = true;
+        while let Some(k) = access.next_key_seed(KeySeed)? {
+            if let Some((last, _)) = entries.last() {
+                ascending &= *last < k;
+            }
+            entries.push((k, Value::Null));
+            let last = entries.len() - 1;
+            access.next_value_seed(Slot(&mut entries[last].1))?;
+        }
+        if !ascending {
+            // Stable, so that of a repeated key the last value is kept, as serde_json's own
+            // maps do.
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    std::mem::swap(&mut later.1, &mut kept.1);
+                }
+                same
+            });
+        }
+        *self.0 = Value::Object(Map::from_sorted_store_unchecked(entries));
+        Ok(())
     }
 }
 
@@ -285,6 +324,50 @@ mod tests {
         let back = Event::from_map(m);
         assert_eq!(back.timestamp(), e.timestamp());
         assert_eq!(back.get_field("message"), e.get_field("message"));
+    }
+
+    /// Objects with keys out of order and repeated, nested in arrays and objects, parse to
+    /// what serde_json's own tree says: keys sorted, a repeated key's last value kept.
+    #[test]
+    fn objects_in_any_key_order_match_serde_json() {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z ]{0,30}".prop_map(serde_json::Value::from),
+        ];
+        let tree = leaf.prop_recursive(3, 40, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+                // Pairs written as an object's text in this order, repeats included.
+                prop::collection::vec(("[a-e]{1,2}", inner), 0..8).prop_map(|pairs| {
+                    let body: Vec<String> = pairs
+                        .iter()
+                        .map(|(k, v)| {
+                            format!("{}:{}", serde_json::Value::from(k.as_str()), text(v))
+                        })
+                        .collect();
+                    serde_json::Value::String(format!("\u{1}{{{}}}", body.join(",")))
+                }),
+            ]
+        });
+        // An object's text is carried as a marked string and spliced in when written.
+        fn text(v: &serde_json::Value) -> String {
+            match v {
+                serde_json::Value::String(s) if s.starts_with('\u{1}') => s[1..].to_owned(),
+                serde_json::Value::Array(a) => {
+                    format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
+                }
+                other => other.to_string(),
+            }
+        }
+        proptest!(|(v in tree)| {
+            let json = text(&v);
+            let ours = parse(json.as_bytes()).unwrap();
+            let theirs: serde_json::Value = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(ours, Value::from(theirs), "{}", json);
+        });
     }
 
     #[test]
