@@ -145,3 +145,44 @@ fn same_verdict_on_edge_cases() {
         );
     }
 }
+
+/// Objects nested in arrays and objects, with keys in any order and repeated (often in short
+/// runs that ascend but for a repeat, where the parser's in-order check must still see the
+/// repeat): keys sorted, a repeated key's last value kept, as serde_json's own tree says.
+#[test]
+fn nested_objects_in_any_key_order() {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i64>().prop_map(serde_json::Value::from),
+        "[a-z ]{0,30}".prop_map(serde_json::Value::from),
+    ];
+    // An object is carried as its text (pairs in the order generated), marked by a leading
+    // \u{1}, and spliced in by `text`.
+    let tree = leaf.prop_recursive(3, 40, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+            prop::collection::vec(("[a-e]{1,2}", inner), 0..8).prop_map(|pairs| {
+                let body: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| format!("{}:{}", serde_json::Value::from(k.as_str()), text(v)))
+                    .collect();
+                serde_json::Value::String(format!("\u{1}{{{}}}", body.join(",")))
+            }),
+        ]
+    });
+    fn text(v: &serde_json::Value) -> String {
+        match v {
+            serde_json::Value::String(s) if s.starts_with('\u{1}') => s[1..].to_owned(),
+            serde_json::Value::Array(a) => {
+                format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(","))
+            }
+            other => other.to_string(),
+        }
+    }
+    proptest!(|(v in tree)| {
+        let json = text(&v);
+        let theirs: serde_json::Value = serde_json::from_str(&json).unwrap();
+        prop_assert_eq!(parse(json.as_bytes()).ok(), Some(Value::from(theirs)), "{}", json);
+    });
+}

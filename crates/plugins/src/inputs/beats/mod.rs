@@ -25,7 +25,7 @@ pub mod protocol;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_event::{Event, FieldRef, Map, Timestamp, Value};
+use sluice_event::{Event, FieldRef, Map, Str, Timestamp, Value};
 use sluice_pipeline::metrics::NamedCounters;
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -545,32 +545,48 @@ fn events_from(
 /// and replaced by now, without a tag), the codec tag added. `None` for nothing (never: a
 /// payload always makes one event).
 fn plain_event(mut map: Map, original: bool, shared: &Shared) -> Option<Event> {
-    let text = match map.remove("message").or_else(|| map.remove("line")) {
-        None => {
-            let mut e = Event::from_map(map);
-            if shared.include_codec_tag {
-                e.add_tag("beats_input_raw_event");
-            }
-            return Some(e);
+    let message = sluice_event::key!("message");
+    // A string `message` stays where it lies; `line`, or a `message` of another type,
+    // becomes the string `message`.
+    let text = match map.get_mut(&message) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            let text: Str = other.to_display_string().into();
+            *other = Value::String(text.clone());
+            text
         }
-        Some(Value::String(s)) => s,
-        Some(other) => other.to_display_string().into(),
+        None => match map.remove(&sluice_event::key!("line")) {
+            None => {
+                let mut e = Event::from_map(map);
+                if shared.include_codec_tag {
+                    e.add_tag("beats_input_raw_event");
+                }
+                return Some(e);
+            }
+            Some(line) => {
+                let text: Str = match line {
+                    Value::String(s) => s,
+                    other => other.to_display_string().into(),
+                };
+                map.insert(message, Value::String(text.clone()));
+                text
+            }
+        },
     };
-    let bad_ts = match map.get("@timestamp") {
+    let bad_ts = match map.get(&sluice_event::key!("@timestamp")) {
         Some(Value::String(s)) => Timestamp::parse_iso8601(s).is_none(),
         Some(Value::Timestamp(_)) | None => false,
         Some(_) => true,
     };
     if bad_ts {
-        if let Some(v) = map.remove("@timestamp") {
+        if let Some(v) = map.remove(&sluice_event::key!("@timestamp")) {
             tracing::warn!(value = %v.to_display_string(), "beats input: unrecognized @timestamp; the event gets the current time");
         }
     }
     let mut e = Event::from_map(map);
     if original && e.get(&shared.original).is_none() {
-        e.set(&shared.original, Value::String(text.clone()));
+        e.set(&shared.original, Value::String(text));
     }
-    e.set_field("message", Value::String(text));
     if shared.include_codec_tag {
         e.add_tag(&shared.codec_tag);
     }
@@ -699,6 +715,7 @@ mod tests {
                 r#"{"@timestamp":"2026-11-24T10:00:00.123Z","message":"hello","@metadata":{"beat":"filebeat","type":"_doc"},"host":{"name":"web1"},"event":{"dataset":"nginx.access"},"tags":["a"],"n":1}"#,
                 r#"{"@timestamp":"2026-11-24T10:00:00Z","line":"from v1","offset":5}"#,
                 r#"{"@timestamp":"2026-11-24T10:00:00Z","message":42}"#,
+                r#"{"line":"stays a field","message":"the text","@timestamp":"2026-11-24T10:00:00Z"}"#,
                 r#"{"@timestamp":"2026-11-24T10:00:00Z","message":"x","event":{"original":"kept"}}"#,
                 r#"{"@timestamp":"2026-11-24T10:00:00Z","metricset":{"name":"cpu"}}"#,
             ] {
