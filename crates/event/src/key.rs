@@ -11,8 +11,10 @@
 //!   name (a [`Name`]: the text and its first 16 bytes as a big-endian integer). Two keys of
 //!   the same name hold the same pointer: equality is one pointer compare.
 //! - **Order.** Keys order as their text does (byte order), so maps, JSON and rubydebug keep
-//!   the output order they had. Two different names are ordered by their 16-byte prefixes, one
-//!   integer compare; only names that share their first 16 bytes compare their text.
+//!   the output order they had. A key carries its name's first 8 bytes beside the pointer, so
+//!   two names that differ there are ordered by one integer compare without reading either
+//!   name; then by their 16-byte prefixes; only names that share their first 16 bytes compare
+//!   their text.
 //! - **Finding a name.** A thread keeps a direct-mapped cache of the names it met (indexed by
 //!   the prefix and the length), then a hash map of them; only a name the thread never met
 //!   locks the process's table. A decoder that meets the same names event after event finds
@@ -29,7 +31,9 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::num::NonZeroUsize;
 use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Names longer than this are not interned.
@@ -88,15 +92,26 @@ fn prefix(bytes: &[u8]) -> u128 {
     ((high as u128) << 64) | low as u128
 }
 
-/// A field name (see the module's documentation). Derefs to `&str`; cloning copies a pointer.
-#[derive(Clone)]
-pub struct Key(Repr);
-
-#[derive(Clone)]
-enum Repr {
-    Interned(&'static Name),
-    Own(Arc<Name>),
+/// A field name (see the module's documentation). Derefs to `&str`; cloning copies a pointer
+/// (and counts a reference, for a key of its own).
+///
+/// 16 bytes: the name's first 8 bytes, big-endian (the high half of its [`Name`]'s prefix),
+/// and a pointer to the name, tagged in its low bit (0: interned, a `&'static Name`; 1: a key
+/// of its own, from `Arc::into_raw`; a `Name` is 16-byte aligned, so the bit is free). The
+/// head kept beside the pointer lets a binary search order two keys without following either
+/// pointer whenever their first 8 bytes differ, as nearly all of a map's names do.
+pub struct Key {
+    head: u64,
+    name: NonNull<Name>,
 }
+
+// SAFETY: a key shares only a `Name` (immutable after it is made), through a `&'static` or
+// an `Arc`, both of which are Send and Sync for a Send + Sync `Name`.
+unsafe impl Send for Key {}
+unsafe impl Sync for Key {}
+
+/// The tag bit of [`Key::name`]: set for a key of its own.
+const OWN: usize = 1;
 
 impl Key {
     /// The key of `text`: the interned one where there is (or may be) one.
@@ -107,23 +122,48 @@ impl Key {
             intern(text)
         };
         match interned {
-            Some(name) => Key(Repr::Interned(name)),
-            None => Key(Repr::Own(Arc::new(Name::new(text)))),
+            Some(name) => Key::interned(name),
+            None => {
+                let name = Arc::new(Name::new(text));
+                let head = (name.prefix >> 64) as u64;
+                let raw = NonNull::new(Arc::into_raw(name).cast_mut())
+                    .expect("an Arc's pointer is not null");
+                Key {
+                    head,
+                    name: raw.map_addr(|a| a | OWN),
+                }
+            }
         }
     }
 
     #[inline]
-    fn name(&self) -> &Name {
-        match &self.0 {
-            Repr::Interned(n) => n,
-            Repr::Own(n) => n,
+    fn interned(name: &'static Name) -> Key {
+        Key {
+            head: (name.prefix >> 64) as u64,
+            name: NonNull::from(name),
         }
+    }
+
+    /// The pointer without its tag.
+    #[inline]
+    fn untagged(&self) -> NonNull<Name> {
+        // The pointer is 16-byte aligned, so clearing the tag leaves it non-null.
+        self.name
+            .map_addr(|a| NonZeroUsize::new(a.get() & !OWN).unwrap_or(a))
+    }
+
+    #[inline]
+    fn name(&self) -> &Name {
+        // SAFETY: the pointer is a `&'static Name` or an `Arc<Name>` this key holds a count
+        // of, so the name outlives the borrow of `self`.
+        unsafe { self.untagged().as_ref() }
     }
 
     /// Whether this key is the process's shared copy of its name (else a key of its own: a
     /// long name, or a new name met once the table was full).
+    #[inline]
     pub fn is_interned(&self) -> bool {
-        matches!(self.0, Repr::Interned(_))
+        self.name.addr().get() & OWN == 0
     }
 
     #[inline]
@@ -132,25 +172,55 @@ impl Key {
     }
 }
 
+impl Clone for Key {
+    #[inline]
+    fn clone(&self) -> Key {
+        if !self.is_interned() {
+            // SAFETY: the untagged pointer came from `Arc::into_raw` and this key holds a
+            // count, so the allocation is live.
+            unsafe { Arc::increment_strong_count(self.untagged().as_ptr().cast_const()) };
+        }
+        Key {
+            head: self.head,
+            name: self.name,
+        }
+    }
+}
+
+impl Drop for Key {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.is_interned() {
+            // SAFETY: releases the count this key holds (taken by `Arc::into_raw` or by
+            // `clone`), once.
+            unsafe { Arc::decrement_strong_count(self.untagged().as_ptr().cast_const()) };
+        }
+    }
+}
+
 impl Default for Key {
     /// The empty name.
     #[inline]
     fn default() -> Key {
         static EMPTY: OnceLock<&'static Name> = OnceLock::new();
-        Key(Repr::Interned(EMPTY.get_or_init(|| {
+        Key::interned(EMPTY.get_or_init(|| {
             let table = table().lock().unwrap_or_else(|e| e.into_inner());
             table[""]
-        })))
+        }))
     }
 }
 
 impl PartialEq for Key {
     #[inline]
     fn eq(&self, other: &Key) -> bool {
-        match (&self.0, &other.0) {
-            (Repr::Interned(a), Repr::Interned(b)) => std::ptr::eq(*a, *b),
-            _ => self.as_str() == other.as_str(),
+        if self.head != other.head {
+            return false;
         }
+        if (self.name.addr().get() | other.name.addr().get()) & OWN == 0 {
+            // Both interned: the same name is the same pointer.
+            return self.name == other.name;
+        }
+        self.as_str() == other.as_str()
     }
 }
 
@@ -159,10 +229,13 @@ impl Eq for Key {}
 impl Ord for Key {
     #[inline]
     fn cmp(&self, other: &Key) -> Ordering {
-        let (a, b) = (self.name(), other.name());
-        if std::ptr::eq(a, b) {
+        if self.head != other.head {
+            return self.head.cmp(&other.head);
+        }
+        if self.name == other.name {
             return Ordering::Equal;
         }
+        let (a, b) = (self.name(), other.name());
         match a.prefix.cmp(&b.prefix) {
             Ordering::Equal => a.text.cmp(&b.text),
             unequal => unequal,
@@ -396,13 +469,15 @@ fn intern_globally(text: &str) -> Option<&'static Name> {
 mod tests {
     use super::*;
 
+    fn same_interned(a: &Key, b: &Key) -> bool {
+        a.is_interned() && b.is_interned() && a.name == b.name
+    }
+
     #[test]
     fn same_name_same_pointer_and_order_is_byte_order() {
         let a = Key::from("status");
         let b = Key::from(String::from("status"));
-        assert!(
-            matches!((&a.0, &b.0), (Repr::Interned(x), Repr::Interned(y)) if std::ptr::eq(*x, *y))
-        );
+        assert!(same_interned(&a, &b));
         assert_eq!(a, b);
         let names = [
             "",
@@ -443,7 +518,7 @@ mod tests {
         let long = "x".repeat(MAX_INTERNED_LEN + 1);
         let a = Key::from(long.as_str());
         let b = Key::from(long.clone());
-        assert!(matches!(a.0, Repr::Own(_)));
+        assert!(!a.is_interned());
         assert_eq!(a, b);
         assert_eq!(a.cmp(&b), Ordering::Equal);
         assert_eq!(a.cmp(&Key::from("y")), Ordering::Less);
@@ -456,9 +531,7 @@ mod tests {
         let there = std::thread::spawn(|| Key::from("from_another_thread"))
             .join()
             .unwrap();
-        assert!(
-            matches!((&here.0, &there.0), (Repr::Interned(x), Repr::Interned(y)) if std::ptr::eq(*x, *y))
-        );
+        assert!(same_interned(&here, &there));
     }
 
     #[test]

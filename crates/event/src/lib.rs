@@ -13,9 +13,10 @@
 //! geoip's and useragent's fields, every `mutate`), so the model is built around that:
 //!
 //! - **Names are symbols** ([`Key`], [`mod@key`]). A field name is interned once per process:
-//!   a key is a pointer to the one copy of its name, which also holds the name's first 16
-//!   bytes as an integer. Equal names are equal pointers; two different names order by one
-//!   integer compare unless their first 16 bytes agree. Field references, grok captures and
+//!   a key is a pointer to the one copy of its name (which also holds the name's first 16
+//!   bytes as an integer) and, beside it, the name's first 8 bytes. Equal names are equal
+//!   pointers; two different names order by one integer compare of the key itself unless
+//!   their first 8 bytes agree, then by the prefixes, then by their text. Field references, grok captures and
 //!   plugin options resolve their names when the config is compiled; decoders resolve each
 //!   name through a per-thread cache (the queue's decoder first reuses the keys of the record
 //!   before). The table is bounded: long names, and new names once it is full, get keys of
