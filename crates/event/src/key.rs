@@ -473,6 +473,37 @@ mod tests {
         a.is_interned() && b.is_interned() && a.name == b.name
     }
 
+    /// How many keys share a key of its own's name.
+    fn owners(k: &Key) -> usize {
+        assert!(!k.is_interned());
+        // SAFETY: the key holds a count of this Arc; ManuallyDrop leaves it as it is.
+        let arc = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(k.untagged().as_ptr()) });
+        Arc::strong_count(&arc)
+    }
+
+    /// A key of its own counts its clones, on any thread, and its name goes with the last.
+    #[test]
+    fn keys_of_their_own_count_their_clones() {
+        let a = Key::from("x".repeat(MAX_INTERNED_LEN + 1));
+        assert_eq!(owners(&a), 1);
+        let b = a.clone();
+        assert_eq!(owners(&a), 2);
+        let mut c = Key::from("other");
+        c.clone_from(&b);
+        assert_eq!(owners(&a), 3);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let d = c.clone();
+                assert_eq!(d, a);
+                assert_eq!(owners(&d), 4);
+            });
+        });
+        drop(b);
+        drop(c);
+        assert_eq!(owners(&a), 1);
+        assert_eq!(a.as_str().len(), MAX_INTERNED_LEN + 1);
+    }
+
     #[test]
     fn same_name_same_pointer_and_order_is_byte_order() {
         let a = Key::from("status");
