@@ -264,6 +264,30 @@ fn runaway_backtracking_is_a_timeout() {
     assert!(!e.has_tag("_grokparsefailure") && !e.has_tag("ok"));
 }
 
+/// `timeout_millis` with `timeout_scope => event`: the elapsed time of all of an event's
+/// patterns is checked against it (on the coarse clock), each pattern well inside PCRE2's own
+/// limits. Forty scans of 2 MB without a match take far more than a millisecond.
+#[test]
+fn elapsed_time_past_timeout_millis_is_a_timeout() {
+    let patterns = vec!["\"(?:a|b)c\""; 40].join(", ");
+    let e = one(
+        &format!(
+            r#"filter {{ grok {{ match => {{ "message" => [ {patterns} ] }} timeout_millis => 1 timeout_scope => "event" }} }}"#
+        ),
+        json!({"message": "a".repeat(2_000_000)}),
+    );
+    assert!(e.has_tag("_groktimeout"), "{:?}", e.get_field("tags"));
+    assert!(!e.has_tag("_grokparsefailure"));
+    // Without a timeout the same event is an ordinary failure.
+    let e = one(
+        &format!(
+            r#"filter {{ grok {{ match => {{ "message" => [ {patterns} ] }} timeout_millis => 0 }} }}"#
+        ),
+        json!({"message": "a".repeat(2_000_000)}),
+    );
+    assert!(e.has_tag("_grokparsefailure") && !e.has_tag("_groktimeout"));
+}
+
 #[test]
 fn patterns_dir_glob_and_definitions() {
     let dir = std::env::temp_dir().join(format!("sluice-grok-test-{}", std::process::id()));
