@@ -189,6 +189,18 @@ impl Event {
         }
     }
 
+    /// The field at `r`, made null (with the objects on the way, as [`Event::set`] makes them)
+    /// if absent: for code that looks at a field and then sets or extends it, in one walk,
+    /// writing its value where it stays. `None` for `[@metadata]` itself. A string written
+    /// here to `@timestamp` stays a string: set that field with [`Event::set`].
+    pub fn slot(&mut self, r: &FieldRef) -> Option<&mut Value> {
+        if r.is_metadata() {
+            fieldref::slot(&mut self.metadata, &r.segments()[1..])
+        } else {
+            fieldref::slot(&mut self.fields, r.segments())
+        }
+    }
+
     /// Whether the field exists (even if null).
     pub fn contains(&self, r: &FieldRef) -> bool {
         if r.is_metadata() && r.segments().len() == 1 {

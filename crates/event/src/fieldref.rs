@@ -178,6 +178,21 @@ pub fn set(root: &mut Map, path: &[Key], value: Value) {
     put(root, path, value, true);
 }
 
+/// The value at `path` under `root`, made null (with the objects on the way, as [`set`] makes
+/// them) if absent: for code that looks at a field and then sets or extends it, in one walk,
+/// writing the value where it stays. `None` for an empty path.
+pub fn slot<'a>(root: &'a mut Map, path: &[Key]) -> Option<&'a mut Value> {
+    let (last, parents) = path.split_last()?;
+    let Some((first, middle)) = parents.split_first() else {
+        return Some(root.entry(last.clone()).or_insert(Value::Null));
+    };
+    let mut cur: &mut Value = root.entry(first.clone()).or_insert_with(new_object);
+    for seg in middle {
+        cur = descend_or_create(cur, seg, new_object);
+    }
+    Some(descend_or_create(cur, last, || Value::Null))
+}
+
 /// [`set`] unless something (even null) is already at `path`: what `get(...).is_none()`
 /// followed by `set` does, in one walk. Returns whether it set the value.
 pub fn set_if_absent(root: &mut Map, path: &[Key], value: Value) -> bool {
@@ -193,7 +208,7 @@ fn put(root: &mut Map, path: &[Key], value: Value, overwrite: bool) -> bool {
     };
     let mut cur: &mut Value = root.entry(first.clone()).or_insert_with(new_object);
     for seg in middle {
-        cur = descend_or_create(cur, seg);
+        cur = descend_or_create(cur, seg, new_object);
     }
     match cur {
         Value::Array(a) => match index_of(last, a.len()) {
@@ -240,13 +255,14 @@ fn new_object() -> Value {
     Value::Object(Map::with_capacity(2))
 }
 
-fn descend_or_create<'a>(cur: &'a mut Value, seg: &Key) -> &'a mut Value {
+/// The child `seg` of `cur`, made by `make` if absent; a scalar `cur` becomes an object first.
+fn descend_or_create<'a>(cur: &'a mut Value, seg: &Key, make: fn() -> Value) -> &'a mut Value {
     if let Value::Array(a) = cur {
         let len = a.len();
         return match index_of(seg, len) {
             Some(i) => &mut a[i],
             None => {
-                a.push(new_object());
+                a.push(make());
                 &mut a[len]
             }
         };
@@ -255,7 +271,7 @@ fn descend_or_create<'a>(cur: &'a mut Value, seg: &Key) -> &'a mut Value {
         *cur = new_object();
     }
     match cur {
-        Value::Object(m) => m.entry(seg.clone()).or_insert_with(new_object),
+        Value::Object(m) => m.entry(seg.clone()).or_insert_with(make),
         _ => unreachable!("replaced by an object above"),
     }
 }
@@ -281,12 +297,14 @@ mod tests {
         FieldRef::parse(s).unwrap().segments().to_vec()
     }
 
-    /// `set_if_absent` does what `get(...).is_none()` then `set` does, whatever is in the way.
+    /// `set_if_absent` does what `get(...).is_none()` then `set` does, whatever is in the way;
+    /// so does `slot` for an absent or null field.
     #[test]
-    fn set_if_absent_matches_get_then_set() {
+    fn set_if_absent_and_slot_match_get_then_set() {
         let shapes = [
             r#"{}"#,
             r#"{"a": null}"#,
+            r#"{"a": {"b": null}}"#,
             r#"{"a": "scalar"}"#,
             r#"{"a": {"b": 1}}"#,
             r#"{"a": {"c": 1}}"#,
@@ -304,9 +322,21 @@ mod tests {
                 if absent {
                     set(&mut expected, &path, Value::Int(9));
                 }
-                let mut got = start;
+                let mut got = start.clone();
                 assert_eq!(set_if_absent(&mut got, &path, Value::Int(9)), absent);
                 assert_eq!(got, expected, "{shape} {path:?}");
+                // `slot`, written where it is null, does what `get` then `set` where the
+                // field is absent or null does, and leaves any other value where it is.
+                let mut expected = start.clone();
+                if matches!(get(&expected, &path), None | Some(Value::Null)) {
+                    set(&mut expected, &path, Value::Int(9));
+                }
+                let mut got = start;
+                let found = slot(&mut got, &path).expect("a non-empty path");
+                if matches!(found, Value::Null) {
+                    *found = Value::Int(9);
+                }
+                assert_eq!(got, expected, "slot: {shape} {path:?}");
             }
         }
         let r = FieldRef::parse("[@metadata][m]").unwrap();

@@ -63,6 +63,8 @@ struct Capture {
     /// captures something, as `event.set` raises in Logstash.
     target: Result<FieldRef, String>,
     overwrite: bool,
+    /// The target is `@timestamp`, whose strings `Event::set` parses.
+    timestamp: bool,
     conversion: Conversion,
 }
 
@@ -145,14 +147,20 @@ fn handle(event: &mut Event, c: &Capture, value: Value) {
         event.set(target, value);
         return;
     }
-    match event.get_mut(target) {
-        None | Some(Value::Null) => event.set(target, value),
-        Some(Value::Array(items)) => items.push(value),
-        Some(v @ Value::String(_)) => {
+    // One walk: the field as it is, or a null made for the capture.
+    let Some(slot) = event.slot(target) else {
+        return;
+    };
+    match slot {
+        // `Event::set` parses a string for `@timestamp`.
+        Value::Null if c.timestamp => event.set(target, value),
+        Value::Null => *slot = value,
+        Value::Array(items) => items.push(value),
+        v @ Value::String(_) => {
             let old = std::mem::take(v);
             *v = Value::Array(vec![old, value]);
         }
-        Some(other) => tracing::debug!(
+        other => tracing::debug!(
             field = %target,
             existing = other.type_name(),
             "grok: not adding a captured value to a field holding a non-string value"
@@ -377,11 +385,15 @@ fn captures(names: &[String], target: Option<&FieldRef>, overwrite: &[String]) -
             }
         };
         let overwrite = overwrite.iter().any(|o| o == field);
+        let timestamp = target_ref
+            .as_ref()
+            .is_ok_and(|r| r.is_top_level() && r.segments()[0] == sluice_event::TIMESTAMP);
         for group in groups {
             out.push(Capture {
                 group,
                 target: target_ref.clone(),
                 overwrite,
+                timestamp,
                 conversion,
             });
         }
