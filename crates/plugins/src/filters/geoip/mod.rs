@@ -271,8 +271,8 @@ impl Filter for GeoIp {
         };
 
         // As Logstash: the target exists (maybe empty) once an address was looked up.
-        if matches!(event.get(&self.target), None | Some(Value::Null)) {
-            event.set(&self.target, Value::Object(Map::new()));
+        if let Some(slot @ Value::Null) = event.slot(&self.target) {
+            *slot = Value::Object(Map::new());
         }
         if found.is_empty() {
             return tag_failure(&self.tag_on_failure, event);

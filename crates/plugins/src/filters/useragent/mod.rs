@@ -31,7 +31,7 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, OnceLock};
 
 use lru::LruCache;
-use sluice_event::{Event, FieldRef, Value};
+use sluice_event::{Event, FieldRef, Str, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
 use ua_parser::{device, os, user_agent, Extractor, Regexes};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -63,7 +63,9 @@ enum Slot {
 const SLOTS: usize = 13;
 
 /// One agent's result: what to set, in order.
-type Parsed = Vec<(Slot, String)>;
+/// The fields of one agent string, as the values the event gets: the cache keeps them ready
+/// to clone (a short one, most of them, is stored inline and copied without an allocation).
+type Parsed = Vec<(Slot, Str)>;
 
 pub struct UserAgent {
     source: FieldRef,
@@ -209,7 +211,7 @@ fn os_version(v: &os::ValueRef) -> Option<String> {
 
 /// Parses one agent string into the fields Logstash sets, in its order.
 fn parse(rules: &Extractor<'static>, ua: &str) -> Parsed {
-    let mut out = Vec::with_capacity(SLOTS);
+    let mut out: Vec<(Slot, String)> = Vec::with_capacity(SLOTS);
     let agent = rules
         .ua
         .extract(ua)
@@ -261,7 +263,7 @@ fn parse(rules: &Extractor<'static>, ua: &str) -> Parsed {
     out.push((Slot::OsName, name.clone()));
     out.push((Slot::OsLegacy, name));
     out.push((Slot::OsFull, full));
-    out
+    out.into_iter().map(|(slot, v)| (slot, Str::from(v))).collect()
 }
 
 fn field(text: &str) -> Option<FieldRef> {
@@ -363,20 +365,16 @@ impl Filter for UserAgent {
         if ua.is_empty() {
             return false;
         }
-        let parsed = match self.cache.get(ua.as_str()) {
-            Some(hit) => hit.clone(),
-            None => {
-                let fresh = parse(&self.rules, ua);
-                self.cache.put(ua.to_string(), fresh.clone());
-                fresh
-            }
-        };
+        let rules = &self.rules;
+        let parsed: &Parsed = self
+            .cache
+            .get_or_insert_ref(ua.as_str(), || parse(rules, ua));
         if self.replaces_source {
             event.remove(&self.source);
         }
         for (slot, value) in parsed {
-            if let Some(path) = &self.paths[slot as usize] {
-                event.set(path, Value::String(value.into()));
+            if let Some(path) = &self.paths[*slot as usize] {
+                event.set(path, Value::String(value.clone()));
             }
         }
         true
@@ -412,7 +410,7 @@ mod tests {
     fn the_builtin_rules_compile() {
         let rules = builtin_rules();
         let p = parse(&rules, "curl/7.68.0");
-        assert_eq!(p[0], (Slot::Name, "curl".to_owned()));
+        assert_eq!(p[0], (Slot::Name, Str::from("curl")));
     }
 
     #[test]
