@@ -27,6 +27,12 @@
 //!   rubydebug, the queue's records, whose decoder checks that keys ascend) is deterministic
 //!   and unchanged by interning. Maps built from sorted input (the queue, our JSON) append;
 //!   bulk inserts sort once.
+//! - **Values are written where they stay.** Moving a freshly built value (returning it,
+//!   then inserting it) reloads bytes just stored in wider loads than they were written
+//!   with, which the processor cannot forward from its store buffer; on these paths those
+//!   stalls cost more than the work. So the JSON and queue decoders push each entry empty
+//!   and build its value in its slot, and [`Event::slot`] hands a filter the field's place
+//!   (made null if absent) in one walk, for it to look at and fill.
 //! - **Strings** ([`Str`]) keep up to 24 bytes inline (status codes, verbs, addresses), so
 //!   the common short value costs no allocation.
 //! - **The queue's format** ([`binary`], version 1) writes names as text: interning is a
