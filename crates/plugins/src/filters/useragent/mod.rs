@@ -263,7 +263,9 @@ fn parse(rules: &Extractor<'static>, ua: &str) -> Parsed {
     out.push((Slot::OsName, name.clone()));
     out.push((Slot::OsLegacy, name));
     out.push((Slot::OsFull, full));
-    out.into_iter().map(|(slot, v)| (slot, Str::from(v))).collect()
+    out.into_iter()
+        .map(|(slot, v)| (slot, Str::from(v)))
+        .collect()
 }
 
 fn field(text: &str) -> Option<FieldRef> {
