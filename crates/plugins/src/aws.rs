@@ -16,6 +16,8 @@ use std::time::Duration;
 use sha2::Digest;
 use sluice_pipeline::{ConfigError, Options};
 
+use crate::numbers::hex;
+
 /// An access key pair, with a session token for temporary credentials.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Credentials {
@@ -263,10 +265,6 @@ pub fn uri_encode(s: &str, keep_slash: bool) -> String {
         }
     }
     out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {

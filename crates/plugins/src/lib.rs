@@ -20,6 +20,7 @@ pub mod jdbc;
 pub mod kafka;
 pub mod net;
 pub mod numbers;
+pub mod otlp;
 pub mod outputs;
 pub mod rabbitmq_conn;
 pub mod redis_conn;

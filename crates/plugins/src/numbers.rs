@@ -3,9 +3,21 @@
 //! `Integer()` for hexadecimal (`0x7b`, `-0x1.8p1`). Integers come out as
 //! [`Value::integer`], so values past 64 bits stay exact, and past 128 bits as a
 //! [`Value::Decimal`] of their digits (Ruby's Bignum); dissect's BigDecimal floats keep their
-//! digits the same way when a double cannot.
+//! digits the same way when a double cannot. And [`hex`], bytes written as lower-case
+//! hexadecimal (digests, signatures, trace ids).
 
 use sluice_event::Value;
+
+/// `bytes` as lower-case hexadecimal, two digits a byte.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
+}
 
 /// `text` without its leading `+` or `-`, and whether that was a `-`.
 pub fn split_sign(text: &str) -> (bool, &str) {

@@ -21,6 +21,7 @@ use sluice_event::{Event, FieldRef, Map, Value};
 use sluice_pipeline::{ConfigError, Filter, Options};
 
 use crate::ecs::Ecs;
+use crate::numbers::hex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
@@ -148,16 +149,6 @@ fn canonical_map(m: &Map, out: &mut String) {
         out.push('|');
         canonical(v, out);
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    out
 }
 
 fn digest<D: Digest + hmac::digest::core_api::BlockSizeUser>(
