@@ -1,0 +1,441 @@
+//! OTLP/JSON: a request body in OTLP's JSON encoding, read into the same messages as the
+//! protobuf one ([`super::proto`]), so that both encodings map to events by one path.
+//!
+//! OTLP's rules for JSON (its specification, "JSON Protobuf Encoding"), and the leniencies
+//! the OpenTelemetry Collector allows, which senders rely on:
+//! - keys in lowerCamelCase (`timeUnixNano`); the `.proto` names (`time_unix_nano`) are
+//!   accepted too, as the Collector does (looked for only when the first is absent);
+//! - `traceId` and `spanId` as hexadecimal (either case), not base64; `bytesValue` as base64;
+//! - 64-bit integers as decimal strings or as numbers; enums as integers (their names are
+//!   accepted too); doubles as numbers or `"NaN"`, `"Infinity"`, `"-Infinity"`;
+//! - unknown keys are ignored; `null` is the field's default.
+//!
+//! A body that breaks them is an error naming where (`resourceLogs[0].scopeLogs[1]
+//! .logRecords[2].traceId: ...`), for the input's 400 answer.
+
+use std::fmt;
+
+use base64::Engine as _;
+use sluice_event::{Map, Value};
+
+use super::proto::{any_value, AnyValue, ArrayValue, ExportLogsServiceRequest};
+use super::proto::{InstrumentationScope, KeyValue, KeyValueList, LogRecord, Resource};
+use super::proto::{ResourceLogs, ScopeLogs};
+
+/// Reads an OTLP/JSON logs export request.
+pub fn decode_logs(body: &[u8]) -> Result<ExportLogsServiceRequest, String> {
+    let v = sluice_event::json::parse(body).map_err(|e| format!("not JSON: {e}"))?;
+    let root = Path::Root;
+    let m = object(&v, &root)?;
+    Ok(ExportLogsServiceRequest {
+        resource_logs: list(m, "resourceLogs", &root, resource_logs)?,
+    })
+}
+
+fn resource_logs(v: &Value, at: &Path) -> Result<ResourceLogs, String> {
+    let m = object(v, at)?;
+    Ok(ResourceLogs {
+        resource: optional(m, "resource", at, resource)?,
+        scope_logs: list(m, "scopeLogs", at, scope_logs)?,
+        schema_url: string(m, "schemaUrl", at)?,
+    })
+}
+
+fn resource(v: &Value, at: &Path) -> Result<Resource, String> {
+    let m = object(v, at)?;
+    Ok(Resource {
+        attributes: list(m, "attributes", at, key_value)?,
+        dropped_attributes_count: u32_field(m, "droppedAttributesCount", at)?,
+    })
+}
+
+fn scope_logs(v: &Value, at: &Path) -> Result<ScopeLogs, String> {
+    let m = object(v, at)?;
+    Ok(ScopeLogs {
+        scope: optional(m, "scope", at, scope)?,
+        log_records: list(m, "logRecords", at, log_record)?,
+        schema_url: string(m, "schemaUrl", at)?,
+    })
+}
+
+fn scope(v: &Value, at: &Path) -> Result<InstrumentationScope, String> {
+    let m = object(v, at)?;
+    Ok(InstrumentationScope {
+        name: string(m, "name", at)?,
+        version: string(m, "version", at)?,
+        attributes: list(m, "attributes", at, key_value)?,
+        dropped_attributes_count: u32_field(m, "droppedAttributesCount", at)?,
+    })
+}
+
+fn log_record(v: &Value, at: &Path) -> Result<LogRecord, String> {
+    let m = object(v, at)?;
+    Ok(LogRecord {
+        time_unix_nano: u64_field(m, "timeUnixNano", at)?,
+        observed_time_unix_nano: u64_field(m, "observedTimeUnixNano", at)?,
+        severity_number: severity(m, at)?,
+        severity_text: string(m, "severityText", at)?,
+        body: optional(m, "body", at, any_value)?,
+        attributes: list(m, "attributes", at, key_value)?,
+        dropped_attributes_count: u32_field(m, "droppedAttributesCount", at)?,
+        flags: u32_field(m, "flags", at)?,
+        trace_id: hex_id(m, "traceId", 16, at)?,
+        span_id: hex_id(m, "spanId", 8, at)?,
+        event_name: string(m, "eventName", at)?,
+    })
+}
+
+fn key_value(v: &Value, at: &Path) -> Result<KeyValue, String> {
+    let m = object(v, at)?;
+    Ok(KeyValue {
+        key: string(m, "key", at)?,
+        value: optional(m, "value", at, any_value)?,
+    })
+}
+
+/// An `AnyValue`: an object with (at most) one of its kinds.
+fn any_value(v: &Value, at: &Path) -> Result<AnyValue, String> {
+    let m = object(v, at)?;
+    const KINDS: [&str; 7] = [
+        "stringValue",
+        "boolValue",
+        "intValue",
+        "doubleValue",
+        "arrayValue",
+        "kvlistValue",
+        "bytesValue",
+    ];
+    let Some((kind, v)) = KINDS
+        .iter()
+        .enumerate()
+        .find_map(|(i, camel)| Some((i, field(m, camel)?)))
+    else {
+        return Ok(AnyValue { value: None });
+    };
+    let here = at.key(KINDS[kind]);
+    let value = match kind {
+        0 => any_value::Value::StringValue(text(v, &here)?),
+        1 => match v {
+            Value::Bool(b) => any_value::Value::BoolValue(*b),
+            _ => return Err(here.expected("true or false", v)),
+        },
+        2 => any_value::Value::IntValue(integer(v, &here)?),
+        3 => any_value::Value::DoubleValue(double(v, &here)?),
+        4 => {
+            let m = object(v, &here)?;
+            any_value::Value::ArrayValue(ArrayValue {
+                values: list(m, "values", &here, any_value)?,
+            })
+        }
+        5 => {
+            let m = object(v, &here)?;
+            any_value::Value::KvlistValue(KeyValueList {
+                values: list(m, "values", &here, key_value)?,
+            })
+        }
+        _ => any_value::Value::BytesValue(base64(v, &here)?),
+    };
+    Ok(AnyValue { value: Some(value) })
+}
+
+/// Where in the body a value is, for errors; built only when one is made.
+enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl<'a> Path<'a> {
+    fn key(&'a self, key: &'a str) -> Path<'a> {
+        Path::Key(self, key)
+    }
+
+    fn expected(&self, what: &str, got: &Value) -> String {
+        format!("{self}: expected {what}, found {}", got.type_name())
+    }
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Path::Root => f.write_str("the request"),
+            Path::Key(Path::Root, k) => f.write_str(k),
+            Path::Key(p, k) => write!(f, "{p}.{k}"),
+            Path::Index(p, i) => write!(f, "{p}[{i}]"),
+        }
+    }
+}
+
+/// The value of a key by either of its names; null counts as absent.
+fn field<'v>(m: &'v Map, camel: &str) -> Option<&'v Value> {
+    let found = m.get(camel).or_else(|| {
+        m.iter()
+            .find(|(k, _)| is_snake_case_of(k, camel))
+            .map(|(_, v)| v)
+    });
+    match found {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v),
+    }
+}
+
+/// Whether `key` is `camel` in snake case (`time_unix_nano` for `timeUnixNano`).
+fn is_snake_case_of(key: &str, camel: &str) -> bool {
+    let mut k = key.bytes();
+    for c in camel.bytes() {
+        if c.is_ascii_uppercase() && k.next() != Some(b'_') {
+            return false;
+        }
+        if k.next() != Some(c.to_ascii_lowercase()) {
+            return false;
+        }
+    }
+    k.next().is_none()
+}
+
+fn object<'v>(v: &'v Value, at: &Path) -> Result<&'v Map, String> {
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(at.expected("an object", v)),
+    }
+}
+
+fn list<T>(
+    m: &Map,
+    camel: &str,
+    at: &Path,
+    item: fn(&Value, &Path) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let here = at.key(camel);
+    match field(m, camel) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| item(v, &Path::Index(&here, i)))
+            .collect(),
+        Some(other) => Err(here.expected("a list", other)),
+    }
+}
+
+fn optional<T>(
+    m: &Map,
+    camel: &str,
+    at: &Path,
+    item: fn(&Value, &Path) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    field(m, camel).map(|v| item(v, &at.key(camel))).transpose()
+}
+
+fn string(m: &Map, camel: &str, at: &Path) -> Result<String, String> {
+    field(m, camel).map_or(Ok(String::new()), |v| text(v, &at.key(camel)))
+}
+
+fn text(v: &Value, at: &Path) -> Result<String, String> {
+    match v {
+        Value::String(s) => Ok(s.to_string()),
+        _ => Err(at.expected("a string", v)),
+    }
+}
+
+/// An integer written as a number or as a decimal string, in `T`'s range.
+fn number<T: TryFrom<i128>>(v: &Value, at: &Path, what: &str) -> Result<T, String> {
+    let n: Option<i128> = match v {
+        Value::Int(i) => Some(i128::from(*i)),
+        Value::BigInt(b) => Some(b.get()),
+        Value::String(s) => s.trim().parse::<i128>().ok(),
+        _ => None,
+    };
+    n.and_then(|n| T::try_from(n).ok())
+        .ok_or_else(|| at.expected(what, v))
+}
+
+fn integer(v: &Value, at: &Path) -> Result<i64, String> {
+    number(v, at, "a 64-bit integer (a number or a decimal string)")
+}
+
+fn u64_field(m: &Map, camel: &str, at: &Path) -> Result<u64, String> {
+    field(m, camel).map_or(Ok(0), |v| {
+        number(
+            v,
+            &at.key(camel),
+            "an unsigned 64-bit integer (a number or a decimal string)",
+        )
+    })
+}
+
+fn u32_field(m: &Map, camel: &str, at: &Path) -> Result<u32, String> {
+    field(m, camel).map_or(Ok(0), |v| {
+        number(v, &at.key(camel), "an unsigned 32-bit integer")
+    })
+}
+
+/// `severityNumber`: an integer, or the enum's name (`SEVERITY_NUMBER_WARN`).
+fn severity(m: &Map, at: &Path) -> Result<i32, String> {
+    const LEVELS: [&str; 6] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"];
+    let here = at.key("severityNumber");
+    match field(m, "severityNumber") {
+        None => Ok(0),
+        Some(Value::String(s)) if s.starts_with("SEVERITY_NUMBER_") => {
+            let name = &s["SEVERITY_NUMBER_".len()..];
+            if name == "UNSPECIFIED" {
+                return Ok(0);
+            }
+            let (level, step) = match name.char_indices().last() {
+                Some((i, c @ '2'..='4')) => (&name[..i], c as i32 - '1' as i32),
+                _ => (name, 0),
+            };
+            LEVELS
+                .iter()
+                .position(|l| *l == level)
+                .map(|i| i as i32 * 4 + 1 + step)
+                .ok_or_else(|| format!("{here}: unknown severity {s:?}"))
+        }
+        Some(v) => number(v, &here, "a severity number (0 to 24)"),
+    }
+}
+
+fn double(v: &Value, at: &Path) -> Result<f64, String> {
+    match v {
+        Value::Float(f) => Ok(*f),
+        Value::Int(i) => Ok(*i as f64),
+        Value::String(s) => match s.as_str() {
+            "NaN" => Ok(f64::NAN),
+            "Infinity" => Ok(f64::INFINITY),
+            "-Infinity" => Ok(f64::NEG_INFINITY),
+            other => other.parse().map_err(|_| at.expected("a number", v)),
+        },
+        _ => Err(at.expected("a number", v)),
+    }
+}
+
+/// Base64, standard or URL-safe, with or without padding (proto3 JSON's `bytes`).
+fn base64(v: &Value, at: &Path) -> Result<Vec<u8>, String> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let s = text(v, at)?;
+    [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|e| e.decode(&s).ok())
+        .ok_or_else(|| format!("{at}: not base64"))
+}
+
+/// A trace or span id: `len` bytes as hexadecimal, or empty.
+fn hex_id(m: &Map, camel: &str, len: usize, at: &Path) -> Result<Vec<u8>, String> {
+    let here = at.key(camel);
+    let Some(v) = field(m, camel) else {
+        return Ok(Vec::new());
+    };
+    let s = text(v, &here)?;
+    if s.is_empty() {
+        return Ok(Vec::new());
+    }
+    let digit = |c: u8| (c as char).to_digit(16);
+    let bytes: Option<Vec<u8>> = (s.len() == len * 2)
+        .then(|| {
+            s.as_bytes()
+                .chunks(2)
+                .map(|p| Some((digit(p[0])? * 16 + digit(p[1])?) as u8))
+                .collect()
+        })
+        .flatten();
+    bytes.ok_or_else(|| {
+        format!(
+            "{here}: expected {} hexadecimal digits, found {s:?}",
+            len * 2
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(text: &str) -> Result<ExportLogsServiceRequest, String> {
+        decode_logs(text.as_bytes())
+    }
+
+    /// The JSON of the request the protobuf golden test decodes (written by
+    /// opentelemetry-proto's own classes): the same messages, whatever the encoding.
+    #[test]
+    fn json_and_protobuf_read_the_same() {
+        let json = r#"{"resourceLogs":[{
+            "resource":{"attributes":[{"key":"service.name","value":{"stringValue":"checkout"}}],"droppedAttributesCount":1},
+            "schemaUrl":"s1",
+            "scopeLogs":[{
+                "scope":{"name":"app.logger","version":"1.2","attributes":[{"key":"sa","value":{"boolValue":true}}],"droppedAttributesCount":4},
+                "schemaUrl":"s2",
+                "logRecords":[{
+                    "timeUnixNano":"1764300000123456789","observedTimeUnixNano":1764300001000000000,
+                    "severityNumber":13,"severityText":"WARN","body":{"stringValue":"disk almost full"},
+                    "attributes":[
+                        {"key":"http.method","value":{"stringValue":"GET"}},
+                        {"key":"d","value":{"doubleValue":0.5}},
+                        {"key":"b","value":{"bytesValue":"aGk="}},
+                        {"key":"kv","value":{"kvlistValue":{"values":[{"key":"i","value":{"intValue":"-7"}}]}}}],
+                    "droppedAttributesCount":2,"flags":1,
+                    "traceId":"0102030405060708090A0B0C0D0E0F10","spanId":"abababababababab",
+                    "eventName":"disk.pressure","someFutureField":{"x":1}}]}]}]}"#;
+        let from_json = decode(json).unwrap();
+        let protobuf = crate::otlp::logs::tests::golden_request();
+        assert_eq!(from_json, protobuf);
+    }
+
+    #[test]
+    fn proto_names_enum_names_and_special_doubles_are_read() {
+        let r = decode(
+            r#"{"resource_logs":[{"scope_logs":[{"log_records":[
+                {"time_unix_nano":5,"severity_number":"SEVERITY_NUMBER_ERROR3",
+                 "body":{"double_value":"-Infinity"},"trace_id":null},
+                {"severityNumber":"SEVERITY_NUMBER_TRACE","body":{}},
+                {"severityNumber":"SEVERITY_NUMBER_FATAL4"}]}]}]}"#,
+        )
+        .unwrap();
+        let records = &r.resource_logs[0].scope_logs[0].log_records;
+        assert_eq!(records[0].time_unix_nano, 5);
+        assert_eq!(records[0].severity_number, 19);
+        assert_eq!(
+            records[0].body,
+            Some(AnyValue {
+                value: Some(any_value::Value::DoubleValue(f64::NEG_INFINITY))
+            })
+        );
+        assert!(records[0].trace_id.is_empty());
+        assert_eq!(records[1].severity_number, 1);
+        assert_eq!(records[1].body, Some(AnyValue { value: None }));
+        assert_eq!(records[2].severity_number, 24);
+        assert_eq!(decode("{}").unwrap(), ExportLogsServiceRequest::default());
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let cases = [
+            ("[1]", "the request: expected an object, found array"),
+            (r#"{"resourceLogs":{}}"#, "resourceLogs: expected a list"),
+            (
+                r#"{"resourceLogs":[{"scopeLogs":[{},{"logRecords":[{"traceId":"abc"}]}]}]}"#,
+                "resourceLogs[0].scopeLogs[1].logRecords[0].traceId: expected 32 hexadecimal digits",
+            ),
+            (
+                r#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"timeUnixNano":"-1"}]}]}]}"#,
+                "resourceLogs[0].scopeLogs[0].logRecords[0].timeUnixNano: expected an unsigned 64-bit integer",
+            ),
+            (
+                r#"{"resourceLogs":[{"resource":{"attributes":[{"key":"k","value":{"intValue":1.5}}]}}]}"#,
+                "resourceLogs[0].resource.attributes[0].value.intValue: expected a 64-bit integer",
+            ),
+            (
+                r#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"severityNumber":"SEVERITY_NUMBER_LOUD"}]}]}]}"#,
+                "unknown severity",
+            ),
+            (
+                r#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"bytesValue":"%%"}}]}]}]}"#,
+                "logRecords[0].body.bytesValue: not base64",
+            ),
+            ("{", "not JSON"),
+        ];
+        for (text, expected) in cases {
+            let e = decode(text).unwrap_err();
+            assert!(e.contains(expected), "{text}: {e}");
+        }
+    }
+}
