@@ -14,6 +14,7 @@ pub mod es;
 pub mod field;
 pub mod filters;
 pub mod http;
+pub mod http_server;
 pub mod inputs;
 pub mod jdbc;
 #[cfg(feature = "kafka")]

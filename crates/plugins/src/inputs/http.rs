@@ -22,19 +22,17 @@
 //! `[http][request][body][bytes]`, and the headers in
 //! `[@metadata][input][http][request][headers]`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use sluice_event::{Event, FieldRef, Map, Value};
 use sluice_pipeline::metrics::NamedCounters;
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
 use crate::ecs::Ecs;
+use crate::http_server::{self, read_body, reply, Held, BODY_TIMEOUT};
 use crate::net::{self, Peer};
 
 pub struct HttpInput {
@@ -67,13 +65,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let user = opts.string("user")?;
     let password = opts.string("password")?;
     let auth = match (user, password) {
-        (Some(u), Some(p)) => {
-            use base64::Engine;
-            Some(format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
-            ))
-        }
+        (Some(u), Some(p)) => Some(http_server::basic_auth(&u, &p)),
         (Some(_), None) => return Err(opts.error("user", "requires password as well")),
         (None, Some(_)) => return Err(opts.error("password", "requires user as well")),
         (None, None) => None,
@@ -180,45 +172,17 @@ impl Input for HttpInput {
         let shared = Arc::clone(&self.shared);
         self.listen.run(ctx, move |conn, peer, ctx| {
             let shared = Arc::clone(&shared);
-            async move {
-                let stop_ctx = ctx.clone();
-                let service = hyper::service::service_fn(move |req| {
-                    let shared = Arc::clone(&shared);
-                    let ctx = ctx.clone();
-                    let peer = peer.clone();
-                    async move { Ok::<_, Infallible>(handle(req, &peer, &shared, &ctx).await) }
-                });
-                let mut http = hyper::server::conn::http1::Builder::new();
-                http.timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(Duration::from_secs(30));
-                let mut served = std::pin::pin!(http.serve_connection(TokioIo::new(conn), service));
-                // At the stop, requests under way are answered and the connection closes.
-                let ended = tokio::select! {
-                    r = served.as_mut() => r,
-                    _ = stop_ctx.stopped() => {
-                        served.as_mut().graceful_shutdown();
-                        served.await
-                    }
-                };
-                if let Err(e) = ended {
-                    tracing::debug!("http input: connection ended: {e}");
-                }
-            }
+            let handle = move |req, peer: Peer, ctx: InputContext| {
+                let shared = Arc::clone(&shared);
+                async move { handle(req, &peer, &shared, &ctx).await }
+            };
+            http_server::serve("http", conn, peer, ctx, handle)
         })
     }
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {
         Some(Arc::clone(&self.shared.counters))
     }
-}
-
-/// How long a request's body may take to arrive.
-const BODY_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn reply(code: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
-    *r.status_mut() = code;
-    r
 }
 
 async fn handle(
@@ -232,25 +196,13 @@ async fn handle(
         c.add("requests.rejected_busy", 1);
         return reply(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
     };
-    if let Some(expected) = &shared.auth {
-        let given = req
-            .headers()
-            .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        if given != Some(expected.as_str()) {
-            c.add("requests.rejected_auth", 1);
-            let mut r = reply(StatusCode::UNAUTHORIZED, "unauthorized\n");
-            r.headers_mut().insert(
-                hyper::header::WWW_AUTHENTICATE,
-                hyper::header::HeaderValue::from_static("Basic realm=\"sluice\""),
-            );
-            return r;
-        }
+    if let Some(refused) = http_server::check_basic_auth(&req, shared.auth.as_deref(), c) {
+        return refused;
     }
     let (parts, body) = req.into_parts();
     let mut held = Held::new(&shared.body_bytes);
     // A client that trickles its body does not keep its slot for ever.
-    let read = read_body(body, &parts, shared, &mut held);
+    let read = read_body(body, &parts, shared.max_content_length, &mut held);
     let body = match tokio::time::timeout(BODY_TIMEOUT, read).await {
         Err(_) => return reply(StatusCode::REQUEST_TIMEOUT, "request body timed out\n"),
         Ok(Err(refusal)) => return refusal.answer(c),
@@ -312,181 +264,6 @@ async fn handle(
         }
     }
     r
-}
-
-/// The share of `max_pending_bytes` a request holds: taken as its body arrives, given back
-/// when the request is answered.
-struct Held {
-    budget: Arc<tokio::sync::Semaphore>,
-    permits: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl Held {
-    fn new(budget: &Arc<tokio::sync::Semaphore>) -> Held {
-        Held {
-            budget: Arc::clone(budget),
-            permits: None,
-        }
-    }
-
-    /// Takes `bytes` more; false when the budget has not that much left now.
-    fn take(&mut self, bytes: usize) -> bool {
-        if bytes == 0 {
-            return true;
-        }
-        let Ok(n) = u32::try_from(bytes) else {
-            return false;
-        };
-        match Arc::clone(&self.budget).try_acquire_many_owned(n) {
-            Ok(p) => {
-                match &mut self.permits {
-                    Some(all) => all.merge(p),
-                    None => self.permits = Some(p),
-                }
-                true
-            }
-            Err(_) => false,
-        }
-    }
-}
-
-/// Why a request's body was not taken.
-enum Refusal {
-    TooLarge,
-    /// `max_pending_bytes` is used up by other requests.
-    Memory,
-    Unreadable,
-    /// A `Content-Encoding` other than gzip, deflate and identity.
-    Encoding,
-}
-
-impl Refusal {
-    fn answer(self, c: &NamedCounters) -> Response<Full<Bytes>> {
-        match self {
-            Refusal::TooLarge => {
-                c.add("requests.rejected_too_large", 1);
-                reply(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n")
-            }
-            Refusal::Memory => {
-                c.add("requests.rejected_memory", 1);
-                reply(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "too much request data pending (max_pending_bytes)\n",
-                )
-            }
-            Refusal::Unreadable => reply(StatusCode::BAD_REQUEST, "cannot read the request body\n"),
-            Refusal::Encoding => reply(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported Content-Encoding (gzip, deflate and identity are)\n",
-            ),
-        }
-    }
-}
-
-/// Reads the body frame by frame into one buffer (sized by `Content-Length` when given),
-/// taking its bytes from the budget as they come, and undoes `Content-Encoding: gzip` or
-/// `deflate`: at most `max_content_length` bytes, before and after decoding.
-async fn read_body(
-    mut body: Incoming,
-    parts: &hyper::http::request::Parts,
-    shared: &Shared,
-    held: &mut Held,
-) -> Result<Vec<u8>, Refusal> {
-    let limit = shared.max_content_length;
-    let declared = parts
-        .headers
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    let encoding = parts
-        .headers
-        .get(hyper::header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .unwrap_or_default();
-    if !matches!(
-        encoding.as_str(),
-        "" | "identity" | "gzip" | "x-gzip" | "deflate"
-    ) {
-        return Err(Refusal::Encoding);
-    }
-    let mut buf = Vec::new();
-    if let Some(n) = declared {
-        if n > limit as u64 {
-            return Err(Refusal::TooLarge);
-        }
-        if !held.take(n as usize) {
-            return Err(discard(body, limit).await);
-        }
-        buf.reserve_exact(n as usize);
-    }
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| Refusal::Unreadable)?;
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        if buf.len() + data.len() > limit {
-            return Err(Refusal::TooLarge);
-        }
-        // Past what Content-Length said (or without one): taken as it comes.
-        let taken = declared.map_or(0, |n| n as usize);
-        let beyond = (buf.len() + data.len()).saturating_sub(taken.max(buf.len()));
-        if !held.take(beyond) {
-            drop(buf);
-            return Err(discard(body, limit).await);
-        }
-        buf.extend_from_slice(&data);
-    }
-    match encoding.as_str() {
-        "gzip" | "x-gzip" => inflate(flate2::read::MultiGzDecoder::new(&buf[..]), limit, held),
-        "deflate" => {
-            // HTTP's "deflate" is zlib-wrapped; some clients send raw deflate.
-            let zlib = inflate(flate2::read::ZlibDecoder::new(&buf[..]), limit, held);
-            match zlib {
-                Err(Refusal::Unreadable) => {
-                    inflate(flate2::read::DeflateDecoder::new(&buf[..]), limit, held)
-                }
-                other => other,
-            }
-        }
-        _ => Ok(buf),
-    }
-}
-
-/// Reads the rest of a body refused for want of memory, keeping none of it (at most `limit`
-/// bytes), so that the client, still sending, reads the 429 instead of a reset connection.
-async fn discard(mut body: Incoming, limit: usize) -> Refusal {
-    let mut read = 0usize;
-    while let Some(Ok(frame)) = body.frame().await {
-        if let Ok(data) = frame.into_data() {
-            read += data.len();
-            if read > limit {
-                return Refusal::TooLarge;
-            }
-        }
-    }
-    Refusal::Memory
-}
-
-/// Decompresses at most `limit` bytes, taking them from the budget as they come.
-fn inflate(mut r: impl std::io::Read, limit: usize, held: &mut Held) -> Result<Vec<u8>, Refusal> {
-    let mut out = Vec::new();
-    let mut chunk = vec![0u8; 64 << 10];
-    loop {
-        let n = match r.read(&mut chunk) {
-            Ok(0) => return Ok(out),
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return Err(Refusal::Unreadable),
-        };
-        if out.len() + n > limit {
-            return Err(Refusal::TooLarge);
-        }
-        if !held.take(n) {
-            return Err(Refusal::Memory);
-        }
-        out.extend_from_slice(&chunk[..n]);
-    }
 }
 
 /// The request's headers as Logstash's http input records them.
