@@ -15,9 +15,88 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use sluice_pipeline::metrics::NamedCounters;
-use sluice_pipeline::InputContext;
+use sluice_pipeline::{ConfigError, InputContext, Options};
 
-use crate::net::{Conn, Peer};
+use crate::net::{self, Conn, Peer};
+
+/// The options every HTTP server input has: `host`, `port`, `user`/`password` (basic auth),
+/// `threads`, `max_pending_requests`, `max_content_length` and the `ssl_*` options.
+pub struct Settings {
+    pub listen: net::Listen,
+    /// `Basic base64(user:password)`.
+    pub auth: Option<String>,
+    pub max_content_length: usize,
+    /// Requests that may wait for a full queue, beyond one a thread, before 429s.
+    pub max_pending: usize,
+}
+
+/// Reads [`Settings`], with the input's default port and body limit.
+pub fn settings(
+    opts: &mut Options,
+    input: &'static str,
+    port: u16,
+    max_content_length: i64,
+) -> Result<Settings, ConfigError> {
+    let host = opts.string_or("host", "0.0.0.0")?;
+    let port = net::port(opts, "port", Some(port))?;
+    let auth = match (opts.string("user")?, opts.string("password")?) {
+        (Some(u), Some(p)) => Some(basic_auth(&u, &p)),
+        (Some(_), None) => return Err(opts.error("user", "requires password as well")),
+        (None, Some(_)) => return Err(opts.error("password", "requires user as well")),
+        (None, None) => None,
+    };
+    let threads = match opts.int("threads")? {
+        Some(n) if n < 1 => return Err(opts.error("threads", "must be at least 1")),
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    let max_pending = opts.int("max_pending_requests")?.unwrap_or(200);
+    if max_pending < 1 {
+        return Err(opts.error("max_pending_requests", "must be at least 1"));
+    }
+    let max_content_length = opts
+        .int("max_content_length")?
+        .unwrap_or(max_content_length);
+    if max_content_length < 1 {
+        return Err(opts.error("max_content_length", "must be at least 1"));
+    }
+    let tls = crate::tls::read_server(opts)?;
+    Ok(Settings {
+        listen: net::Listen {
+            input,
+            host,
+            port,
+            tls,
+            keep_alive: false,
+            threads,
+        },
+        auth,
+        max_content_length: max_content_length as usize,
+        max_pending: max_pending as usize,
+    })
+}
+
+/// Runs an HTTP server input: `handle` answers every request of every connection, with the
+/// input's `shared` state, until the pipeline stops.
+pub fn run<S, H, Fut>(
+    listen: &net::Listen,
+    ctx: &InputContext,
+    shared: &Arc<S>,
+    handle: H,
+) -> Result<(), String>
+where
+    S: Send + Sync + 'static,
+    H: Fn(Request<Incoming>, Peer, Arc<S>, InputContext) -> Fut + Copy + Send + Sync + 'static,
+    Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    let shared = Arc::clone(shared);
+    let input = listen.input;
+    listen.run(ctx, move |conn, peer, ctx| {
+        let shared = Arc::clone(&shared);
+        let answer = move |req, peer, ctx| handle(req, peer, Arc::clone(&shared), ctx);
+        serve(input, conn, peer, ctx, answer)
+    })
+}
 
 /// Serves HTTP/1.1 on one connection, each request answered by `handle`, until the client
 /// closes it or the pipeline stops (then requests under way are answered and it closes).

@@ -53,6 +53,7 @@ pub fn registry() -> Registry {
     r.add_input("syslog", inputs::syslog::build);
     r.add_input("http", inputs::http::build);
     r.add_input("http_poller", inputs::http_poller::build);
+    r.add_input("opentelemetry", inputs::opentelemetry::build);
     r.add_input("elasticsearch", inputs::elasticsearch::build);
     r.add_input("jdbc", jdbc::build_input);
     r.add_input("s3", inputs::s3::build);

@@ -59,30 +59,9 @@ struct Shared {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
-    let host = opts.string_or("host", "0.0.0.0")?;
-    let port = net::port(opts, "port", Some(8080))?;
+    let settings = http_server::settings(opts, "http", 8080, 100 * 1024 * 1024)?;
     let ecs = Ecs::from_options(opts)?;
-    let user = opts.string("user")?;
-    let password = opts.string("password")?;
-    let auth = match (user, password) {
-        (Some(u), Some(p)) => Some(http_server::basic_auth(&u, &p)),
-        (Some(_), None) => return Err(opts.error("user", "requires password as well")),
-        (None, Some(_)) => return Err(opts.error("password", "requires user as well")),
-        (None, None) => None,
-    };
-    let threads = match opts.int("threads")? {
-        Some(n) if n < 1 => return Err(opts.error("threads", "must be at least 1")),
-        Some(n) => n as usize,
-        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
-    };
-    let max_pending = opts.int("max_pending_requests")?.unwrap_or(200);
-    if max_pending < 1 {
-        return Err(opts.error("max_pending_requests", "must be at least 1"));
-    }
-    let max_content_length = opts.int("max_content_length")?.unwrap_or(100 * 1024 * 1024);
-    if max_content_length < 1 {
-        return Err(opts.error("max_content_length", "must be at least 1"));
-    }
+    let max_content_length = settings.max_content_length as i64;
     let max_pending_bytes = opts
         .int("max_pending_bytes")?
         .unwrap_or(max_content_length.saturating_mul(2));
@@ -134,24 +113,17 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         });
     let headers_field =
         f(&headers_field).map_err(|e| opts.error("request_headers_target_field", e.to_string()))?;
-    let tls = crate::tls::read_server(opts)?;
+    let threads = settings.listen.threads;
     Ok(Box::new(HttpInput {
-        listen: net::Listen {
-            input: "http",
-            host,
-            port,
-            tls,
-            keep_alive: false,
-            threads,
-        },
+        listen: settings.listen,
         shared: Arc::new(Shared {
             codec: std::sync::Mutex::new(codec),
             additional,
-            auth,
+            auth: settings.auth,
             response_code: StatusCode::from_u16(code as u16).unwrap_or(StatusCode::OK),
             response_headers,
             max_content_length: max_content_length as usize,
-            pending: Arc::new(tokio::sync::Semaphore::new(threads + max_pending as usize)),
+            pending: Arc::new(tokio::sync::Semaphore::new(threads + settings.max_pending)),
             body_bytes: Arc::new(tokio::sync::Semaphore::new(max_pending_bytes as usize)),
             ecs: ecs.enabled(),
             remote_host,
@@ -169,15 +141,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 
 impl Input for HttpInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        let shared = Arc::clone(&self.shared);
-        self.listen.run(ctx, move |conn, peer, ctx| {
-            let shared = Arc::clone(&shared);
-            let handle = move |req, peer: Peer, ctx: InputContext| {
-                let shared = Arc::clone(&shared);
-                async move { handle(req, &peer, &shared, &ctx).await }
-            };
-            http_server::serve("http", conn, peer, ctx, handle)
-        })
+        http_server::run(&self.listen, ctx, &self.shared, handle)
     }
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {
@@ -187,9 +151,9 @@ impl Input for HttpInput {
 
 async fn handle(
     req: Request<Incoming>,
-    peer: &Peer,
-    shared: &Shared,
-    ctx: &InputContext,
+    peer: Peer,
+    shared: Arc<Shared>,
+    ctx: InputContext,
 ) -> Response<Full<Bytes>> {
     let c = &shared.counters;
     let Ok(_permit) = Arc::clone(&shared.pending).try_acquire_owned() else {
@@ -243,7 +207,7 @@ async fn handle(
             ecs_fields(e, &parts, &media, body_len);
         }
     }
-    if net::push(ctx, events).await.is_err() {
+    if net::push(&ctx, events).await.is_err() {
         return reply(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
     }
     c.add("requests.accepted", 1);

@@ -7,6 +7,7 @@ pub mod file;
 pub mod generator;
 pub mod http;
 pub mod http_poller;
+pub mod opentelemetry;
 pub mod pipeline;
 pub mod rabbitmq;
 pub mod redis;

@@ -143,3 +143,13 @@ pub struct ExportLogsPartialSuccess {
     #[prost(string, tag = "2")]
     pub error_message: String,
 }
+
+/// `google.rpc.Status`: the body of an OTLP/HTTP error answer (its `details` left out).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Status {
+    /// A gRPC status code (3: invalid argument, 8: resource exhausted, 14: unavailable).
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: String,
+}

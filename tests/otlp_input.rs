@@ -1,0 +1,180 @@
+//! The `opentelemetry` input through the real binary: the OpenTelemetry Python SDK (PyPI,
+//! from `scripts/otel-python`) logs through its OTLP/HTTP protobuf exporter and every record
+//! arrives with its message, severity, attributes, resource and scope; a JSON body is taken
+//! too; and what is no OTLP request gets the answer the protocol asks for (400 with a
+//! `google.rpc.Status` saying where, 405, 415, 404), the input serving on.
+
+mod net_support;
+mod run_support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use net_support::free_port;
+use run_support::{temp_dir, Run};
+
+/// The SDK's python (`SLUICE_OTEL_PYTHON`, else the cache `scripts/otel-python` fills);
+/// `None` when absent (a failure under CI=true).
+fn otel_python() -> Option<PathBuf> {
+    let p = std::env::var_os("SLUICE_OTEL_PYTHON")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            Some(PathBuf::from(home).join(".cache/sluice/otel-python-1.45.2/bin/python"))
+        })
+        .filter(|p| p.exists());
+    if p.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the OpenTelemetry Python SDK is missing: run scripts/otel-python"
+        );
+        eprintln!("skipped: no OpenTelemetry Python SDK (scripts/otel-python)");
+    }
+    p
+}
+
+fn post(port: u16, path: &str, method: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let req = ureq::http::Request::builder()
+        .method(method)
+        .uri(format!("http://127.0.0.1:{port}{path}"))
+        .header("Content-Type", content_type)
+        .body(body.to_vec())
+        .unwrap();
+    let mut r = agent.run(req).unwrap();
+    let status = r.status().as_u16();
+    (status, r.body_mut().read_to_string().unwrap_or_default())
+}
+
+fn start(name: &str) -> (Run, PathBuf, u16) {
+    let dir = temp_dir("otlp", name);
+    let out = dir.join("out.json");
+    let port = free_port();
+    let config = format!(
+        r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    );
+    let r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    net_support::wait_listening(port, 30);
+    (r, out, port)
+}
+
+fn lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_python_sdk_logs_into_the_input() {
+    let Some(python) = otel_python() else {
+        return;
+    };
+    let (mut r, out, port) = start("sdk");
+    let n = 50;
+    let sent = Command::new(python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/otlp/send_logs.py"
+        ))
+        .arg(format!("http://127.0.0.1:{port}/v1/logs"))
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let events = lines(&r.wait_lines(&out, n, 60));
+    assert_eq!(events.len(), n);
+    let mut ids: Vec<i64> = Vec::new();
+    for e in &events {
+        let id = e["attributes"]["order.id"].as_i64().unwrap();
+        ids.push(id);
+        assert_eq!(e["message"], format!("order {id} shipped"), "{e}");
+        assert_eq!(e["attributes"]["order.total"], id as f64 * 1.5, "{e}");
+        assert_eq!(e["log"]["level"], "WARN", "{e}");
+        assert_eq!(e["severity_number"], 13, "{e}");
+        assert_eq!(e["resource"]["attributes"]["service.name"], "shop", "{e}");
+        assert_eq!(
+            e["resource"]["attributes"]["telemetry.sdk.language"],
+            "python"
+        );
+        assert_eq!(e["scope"]["name"], "shop.orders", "{e}");
+        assert!(e["@timestamp"].as_str().unwrap().starts_with("20"), "{e}");
+    }
+    ids.sort();
+    assert_eq!(ids, (0..n as i64).collect::<Vec<_>>());
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}
+
+#[test]
+fn json_bodies_and_bad_requests() {
+    let (mut r, out, port) = start("json");
+    let json = br#"{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},
+        "scopeLogs":[{"scope":{"name":"s"},"logRecords":[{"timeUnixNano":"1764300000123000000","severityText":"ERROR",
+        "body":{"kvlistValue":{"values":[{"key":"k","value":{"intValue":"7"}}]}},
+        "traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"EEE19B7EC3C1B174"}]}]}]}"#;
+    assert_eq!(
+        post(port, "/v1/logs", "POST", "application/json", json),
+        (200, "{}".into())
+    );
+    let (code, body) = post(
+        port,
+        "/v1/logs",
+        "POST",
+        "application/json",
+        br#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"timeUnixNano":true}]}]}]}"#,
+    );
+    assert_eq!(code, 400);
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["code"], 3);
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.contains("resourceLogs[0].scopeLogs[0].logRecords[0].timeUnixNano"),
+        "{message}"
+    );
+    // Not protobuf: 400 too, in protobuf (a google.rpc.Status: code 3 is its first field).
+    let (code, body) = post(
+        port,
+        "/v1/logs",
+        "POST",
+        "application/x-protobuf",
+        b"\xff\xff\xff",
+    );
+    assert_eq!(code, 400);
+    assert!(body.as_bytes().starts_with(b"\x08\x03"), "{body:?}");
+    assert_eq!(post(port, "/v1/logs", "POST", "text/plain", b"x").0, 415);
+    assert_eq!(
+        post(port, "/v1/logs", "PUT", "application/json", b"{}").0,
+        405
+    );
+    assert_eq!(
+        post(port, "/v1/traces", "POST", "application/json", b"{}").0,
+        404
+    );
+    // An empty request is a success with nothing in it.
+    assert_eq!(
+        post(port, "/v1/logs", "POST", "application/x-protobuf", b""),
+        (200, String::new())
+    );
+    let events = lines(&r.wait_lines(&out, 1, 30));
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e["@timestamp"], "2025-11-28T03:20:00.123Z");
+    assert_eq!(e["log"]["level"], "ERROR");
+    assert_eq!(e["body"]["structured"]["k"], 7);
+    assert_eq!(e["trace"]["id"], "5b8efff798038103d269b633813fc60c");
+    assert_eq!(e["span"]["id"], "eee19b7ec3c1b174");
+    assert_eq!(e["resource"]["attributes"]["service.name"], "api");
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}
