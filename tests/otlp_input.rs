@@ -1,6 +1,7 @@
 //! The `opentelemetry` input through the real binary: the OpenTelemetry Python SDK (PyPI,
 //! from `scripts/otel-python`) logs through its OTLP/HTTP protobuf exporter and every record
-//! arrives with its message, severity, attributes, resource and scope; a JSON body is taken
+//! arrives with its message, severity, attributes, resource and scope; its spans arrive one
+//! event each, children pointing at their parents; a JSON body is taken
 //! too; and what is no OTLP request gets the answer the protocol asks for (400 with a
 //! `google.rpc.Status` saying where, 405, 415, 404), the input serving on.
 
@@ -65,6 +66,21 @@ fn start(name: &str) -> (Run, PathBuf, u16) {
     (r, out, port)
 }
 
+/// Runs `tests/otlp/<script>` to send `n` of its records to the input's `/v1/<signal>`.
+fn sdk_sends(python: &std::path::Path, script: &str, port: u16, signal: &str, n: usize) {
+    let sent = Command::new(python)
+        .arg(format!(
+            "{}/tests/otlp/{script}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg(format!("http://127.0.0.1:{port}/v1/{signal}"))
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&sent.stderr);
+    assert!(sent.status.success(), "{script}: {err}");
+}
+
 fn lines(text: &str) -> Vec<serde_json::Value> {
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -78,20 +94,7 @@ fn the_python_sdk_logs_into_the_input() {
     };
     let (mut r, out, port) = start("sdk");
     let n = 50;
-    let sent = Command::new(python)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/otlp/send_logs.py"
-        ))
-        .arg(format!("http://127.0.0.1:{port}/v1/logs"))
-        .arg(n.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    sdk_sends(&python, "send_logs.py", port, "logs", n);
     let events = lines(&r.wait_lines(&out, n, 60));
     assert_eq!(events.len(), n);
     let mut ids: Vec<i64> = Vec::new();
@@ -112,6 +115,51 @@ fn the_python_sdk_logs_into_the_input() {
     }
     ids.sort();
     assert_eq!(ids, (0..n as i64).collect::<Vec<_>>());
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}
+
+/// Spans from the SDK: one event per span, the child pointing at its parent, its event and
+/// its failed status with it.
+#[test]
+fn the_python_sdk_sends_traces_into_the_input() {
+    let Some(python) = otel_python() else {
+        return;
+    };
+    let (mut r, out, port) = start("traces");
+    let n = 20;
+    sdk_sends(&python, "send_traces.py", port, "traces", n);
+    let events = lines(&r.wait_lines(&out, 2 * n, 60));
+    let by_name = |name: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|e| e["name"] == name).collect()
+    };
+    let (parents, children) = (by_name("checkout"), by_name("charge"));
+    assert_eq!((parents.len(), children.len()), (n, n));
+    let mut orders: Vec<i64> = Vec::new();
+    for p in &parents {
+        orders.push(p["attributes"]["order.id"].as_i64().unwrap());
+        assert_eq!(p["kind"], "Server", "{p}");
+        assert_eq!(p["scope"]["name"], "shop.checkout", "{p}");
+        assert_eq!(p["scope"]["version"], "3.1", "{p}");
+        assert_eq!(p["resource"]["attributes"]["service.name"], "shop", "{p}");
+        assert!(p.get("parent_span_id").is_none(), "{p}");
+        assert!(p["duration"].as_i64().unwrap() > 0, "{p}");
+        let id = p["span"]["id"].as_str().unwrap();
+        assert_eq!(id.len(), 16);
+        let child = children
+            .iter()
+            .find(|c| c["parent_span_id"] == id)
+            .unwrap_or_else(|| panic!("no child of {p}"));
+        assert_eq!(child["trace"]["id"], p["trace"]["id"]);
+        assert_eq!(child["trace"]["id"].as_str().unwrap().len(), 32);
+        assert_eq!(child["kind"], "Internal", "{child}");
+        assert_eq!(child["status"]["code"], "Error", "{child}");
+        assert_eq!(child["status"]["message"], "declined", "{child}");
+        assert_eq!(child["events"][0]["name"], "card declined", "{child}");
+        assert_eq!(child["events"][0]["attributes"]["attempt"], 1, "{child}");
+    }
+    orders.sort();
+    assert_eq!(orders, (0..n as i64).collect::<Vec<_>>());
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
 }
@@ -158,8 +206,17 @@ fn json_bodies_and_bad_requests() {
         405
     );
     assert_eq!(
-        post(port, "/v1/traces", "POST", "application/json", b"{}").0,
+        post(port, "/v1/metrics", "POST", "application/json", b"{}").0,
         404
+    );
+    assert_eq!(
+        post(port, "/v1/other", "POST", "application/json", b"{}").0,
+        404
+    );
+    // An empty traces request in JSON: answered in JSON.
+    assert_eq!(
+        post(port, "/v1/traces", "POST", "application/json", b"{}"),
+        (200, "{}".into())
     );
     // An empty request is a success with nothing in it.
     assert_eq!(

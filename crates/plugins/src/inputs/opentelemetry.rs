@@ -1,9 +1,10 @@
-//! `opentelemetry`: OTLP/HTTP logs in (OpenTelemetry's protocol, as SDKs and collectors send
-//! it). `POST /v1/logs` with an `ExportLogsServiceRequest` in protobuf
-//! (`application/x-protobuf`) or JSON (`application/json`), gzip or not; each log record
-//! becomes one event in the shape [`crate::otlp::logs`] describes. The answer (an
-//! `ExportLogsServiceResponse` in the request's encoding) goes out once the request's events
-//! are in the pipeline's queue, so a sender that got its 200 can forget them.
+//! `opentelemetry`: OTLP/HTTP logs and traces in (OpenTelemetry's protocol, as SDKs and
+//! collectors send it). `POST /v1/logs` with an `ExportLogsServiceRequest`, `POST /v1/traces`
+//! with an `ExportTraceServiceRequest`, in protobuf (`application/x-protobuf`) or JSON
+//! (`application/json`), gzip or not. Each log record becomes one event in the shape
+//! [`crate::otlp::logs`] describes, each span one in [`crate::otlp::traces`]'s. The answer (an
+//! empty `Export*ServiceResponse` in the request's encoding) goes out once the request's
+//! events are in the pipeline's queue, so a sender that got its 200 can forget them.
 //!
 //! Options: `host` (0.0.0.0), `port` (4318), `user`/`password` (basic auth), the `ssl_*`
 //! options of every server input, `max_content_length` (64 MiB, before and after gzip is
@@ -12,8 +13,7 @@
 //! Refusals, each counted: a body that is no OTLP request is a 400 whose body (a
 //! `google.rpc.Status`) says where it is wrong, and is not retried by OTLP senders; a wrong
 //! `Content-Type` 415; another method 405; too many requests waiting for a full queue 429
-//! with `Retry-After`, which senders retry; `/v1/traces` and `/v1/metrics` 404 (not taken
-//! yet).
+//! with `Retry-After`, which senders retry; `/v1/metrics` 404 (not taken yet).
 
 use std::sync::Arc;
 
@@ -64,6 +64,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
                 "requests.rejected_too_large",
                 "requests.rejected_memory",
                 "log_records",
+                "spans",
             ])),
         }),
     }))
@@ -76,6 +77,48 @@ impl Input for OpenTelemetryInput {
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {
         Some(Arc::clone(&self.shared.counters))
+    }
+}
+
+/// The signals this input takes.
+#[derive(Clone, Copy)]
+enum Signal {
+    Logs,
+    Traces,
+}
+
+impl Signal {
+    fn request(self) -> &'static str {
+        match self {
+            Signal::Logs => "OTLP logs request",
+            Signal::Traces => "OTLP traces request",
+        }
+    }
+
+    /// The counter of what its requests carried.
+    fn counter(self) -> &'static str {
+        match self {
+            Signal::Logs => "log_records",
+            Signal::Traces => "spans",
+        }
+    }
+}
+
+/// A decoded export request.
+enum Export {
+    Logs(otlp::proto::ExportLogsServiceRequest),
+    Traces(otlp::proto::ExportTraceServiceRequest),
+}
+
+impl From<otlp::proto::ExportLogsServiceRequest> for Export {
+    fn from(r: otlp::proto::ExportLogsServiceRequest) -> Export {
+        Export::Logs(r)
+    }
+}
+
+impl From<otlp::proto::ExportTraceServiceRequest> for Export {
+    fn from(r: otlp::proto::ExportTraceServiceRequest) -> Export {
+        Export::Traces(r)
     }
 }
 
@@ -140,16 +183,20 @@ async fn handle(
         );
         return r;
     }
-    match req.uri().path() {
-        "/v1/logs" => {}
-        "/v1/traces" | "/v1/metrics" => {
+    let signal = match req.uri().path() {
+        "/v1/logs" => Signal::Logs,
+        "/v1/traces" => Signal::Traces,
+        "/v1/metrics" => return reply(
+            StatusCode::NOT_FOUND,
+            "this input takes logs (/v1/logs) and traces (/v1/traces); metrics are not taken yet\n",
+        ),
+        _ => {
             return reply(
                 StatusCode::NOT_FOUND,
-                "this input takes logs (/v1/logs); traces and metrics are not taken yet\n",
+                "OTLP/HTTP goes to /v1/logs and /v1/traces\n",
             )
         }
-        _ => return reply(StatusCode::NOT_FOUND, "OTLP/HTTP logs go to /v1/logs\n"),
-    }
+    };
     let media = req
         .headers()
         .get(hyper::header::CONTENT_TYPE)
@@ -192,26 +239,36 @@ async fn handle(
         Ok(Err(refusal)) => return refusal.answer(c),
         Ok(Ok(body)) => body,
     };
-    let request = match encoding {
-        Encoding::Protobuf => otlp::logs::decode(&body).map_err(|e| e.to_string()),
-        Encoding::Json => otlp::json::decode_logs(&body),
-    };
+    let mut events: Vec<Event> = Vec::new();
+    let decoded = match (signal, encoding) {
+        (Signal::Logs, Encoding::Protobuf) => otlp::logs::decode(&body)
+            .map(Export::from)
+            .map_err(|e| e.to_string()),
+        (Signal::Logs, Encoding::Json) => otlp::json::decode_logs(&body).map(Export::from),
+        (Signal::Traces, Encoding::Protobuf) => otlp::traces::decode(&body)
+            .map(Export::from)
+            .map_err(|e| e.to_string()),
+        (Signal::Traces, Encoding::Json) => otlp::json::decode_traces(&body).map(Export::from),
+    }
+    .map(|request| match request {
+        Export::Logs(r) => otlp::logs::to_events(r, &mut events),
+        Export::Traces(r) => otlp::traces::to_events(r, &mut events),
+    });
     drop(body);
-    let request = match request {
-        Ok(r) => r,
+    let n = match decoded {
+        Ok(n) => n,
         Err(e) => {
             c.add("requests.rejected_invalid", 1);
-            tracing::debug!(error = %e, "opentelemetry input: a request that is no OTLP logs request");
+            let what = signal.request();
+            tracing::debug!(error = %e, "opentelemetry input: a request that is no {what}");
             return status(
                 StatusCode::BAD_REQUEST,
                 3,
-                format!("not an OTLP logs request: {e}"),
+                format!("not an {what}: {e}"),
                 encoding,
             );
         }
     };
-    let mut events: Vec<Event> = Vec::new();
-    let n = otlp::logs::to_events(request, &mut events);
     if net::push(&ctx, events).await.is_err() {
         return status(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -221,7 +278,7 @@ async fn handle(
         );
     }
     c.add("requests.accepted", 1);
-    c.add("log_records", n as u64);
+    c.add(signal.counter(), n as u64);
     // A full success: an ExportLogsServiceResponse without a partial success.
     let body = match encoding {
         Encoding::Protobuf => Vec::new(),

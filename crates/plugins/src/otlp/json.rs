@@ -19,8 +19,9 @@ use base64::Engine as _;
 use sluice_event::{Map, Value};
 
 use super::proto::{any_value, AnyValue, ArrayValue, ExportLogsServiceRequest};
+use super::proto::{ExportTraceServiceRequest, ResourceSpans, ScopeSpans, Span, SpanEvent};
 use super::proto::{InstrumentationScope, KeyValue, KeyValueList, LogRecord, Resource};
-use super::proto::{ResourceLogs, ScopeLogs};
+use super::proto::{ResourceLogs, ScopeLogs, SpanLink, SpanStatus};
 
 /// Reads an OTLP/JSON logs export request.
 pub fn decode_logs(body: &[u8]) -> Result<ExportLogsServiceRequest, String> {
@@ -39,6 +40,114 @@ fn resource_logs(v: &Value, at: &Path) -> Result<ResourceLogs, String> {
         scope_logs: list(m, "scopeLogs", at, scope_logs)?,
         schema_url: string(m, "schemaUrl", at)?,
     })
+}
+
+/// Reads an OTLP/JSON traces export request.
+pub fn decode_traces(body: &[u8]) -> Result<ExportTraceServiceRequest, String> {
+    let v = sluice_event::json::parse(body).map_err(|e| format!("not JSON: {e}"))?;
+    let root = Path::Root;
+    let m = object(&v, &root)?;
+    Ok(ExportTraceServiceRequest {
+        resource_spans: list(m, "resourceSpans", &root, resource_spans)?,
+    })
+}
+
+fn resource_spans(v: &Value, at: &Path) -> Result<ResourceSpans, String> {
+    let m = object(v, at)?;
+    Ok(ResourceSpans {
+        resource: optional(m, "resource", at, resource)?,
+        scope_spans: list(m, "scopeSpans", at, scope_spans)?,
+        schema_url: string(m, "schemaUrl", at)?,
+    })
+}
+
+fn scope_spans(v: &Value, at: &Path) -> Result<ScopeSpans, String> {
+    let m = object(v, at)?;
+    Ok(ScopeSpans {
+        scope: optional(m, "scope", at, scope)?,
+        spans: list(m, "spans", at, span)?,
+        schema_url: string(m, "schemaUrl", at)?,
+    })
+}
+
+fn span(v: &Value, at: &Path) -> Result<Span, String> {
+    const KINDS: [&str; 6] = [
+        "UNSPECIFIED",
+        "INTERNAL",
+        "SERVER",
+        "CLIENT",
+        "PRODUCER",
+        "CONSUMER",
+    ];
+    let m = object(v, at)?;
+    Ok(Span {
+        trace_id: hex_id(m, "traceId", 16, at)?,
+        span_id: hex_id(m, "spanId", 8, at)?,
+        trace_state: string(m, "traceState", at)?,
+        parent_span_id: hex_id(m, "parentSpanId", 8, at)?,
+        flags: u32_field(m, "flags", at)?,
+        name: string(m, "name", at)?,
+        kind: enumeration(m, "kind", "SPAN_KIND_", &KINDS, at)?,
+        start_time_unix_nano: u64_field(m, "startTimeUnixNano", at)?,
+        end_time_unix_nano: u64_field(m, "endTimeUnixNano", at)?,
+        attributes: list(m, "attributes", at, key_value)?,
+        dropped_attributes_count: u32_field(m, "droppedAttributesCount", at)?,
+        events: list(m, "events", at, span_event)?,
+        dropped_events_count: u32_field(m, "droppedEventsCount", at)?,
+        links: list(m, "links", at, link)?,
+        dropped_links_count: u32_field(m, "droppedLinksCount", at)?,
+        status: optional(m, "status", at, status)?,
+    })
+}
+
+fn span_event(v: &Value, at: &Path) -> Result<SpanEvent, String> {
+    let m = object(v, at)?;
+    Ok(SpanEvent {
+        time_unix_nano: u64_field(m, "timeUnixNano", at)?,
+        name: string(m, "name", at)?,
+        attributes: list(m, "attributes", at, key_value)?,
+        dropped_attributes_count: u32_field(m, "droppedAttributesCount", at)?,
+    })
+}
+
+fn link(v: &Value, at: &Path) -> Result<SpanLink, String> {
+    let m = object(v, at)?;
+    Ok(SpanLink {
+        trace_id: hex_id(m, "traceId", 16, at)?,
+        span_id: hex_id(m, "spanId", 8, at)?,
+        trace_state: string(m, "traceState", at)?,
+        attributes: list(m, "attributes", at, key_value)?,
+        dropped_attributes_count: u32_field(m, "droppedAttributesCount", at)?,
+        flags: u32_field(m, "flags", at)?,
+    })
+}
+
+fn status(v: &Value, at: &Path) -> Result<SpanStatus, String> {
+    let m = object(v, at)?;
+    Ok(SpanStatus {
+        message: string(m, "message", at)?,
+        code: enumeration(m, "code", "STATUS_CODE_", &["UNSET", "OK", "ERROR"], at)?,
+    })
+}
+
+/// An enum: an integer, or its name (`prefix` then one of `names`, whose index it is).
+fn enumeration(
+    m: &Map,
+    camel: &str,
+    prefix: &str,
+    names: &[&str],
+    at: &Path,
+) -> Result<i32, String> {
+    let here = at.key(camel);
+    match field(m, camel) {
+        None => Ok(0),
+        Some(Value::String(s)) if s.starts_with(prefix) => names
+            .iter()
+            .position(|n| *n == &s[prefix.len()..])
+            .map(|i| i as i32)
+            .ok_or_else(|| format!("{here}: unknown value {s:?}")),
+        Some(v) => number(v, &here, "an enum's number or name"),
+    }
 }
 
 fn resource(v: &Value, at: &Path) -> Result<Resource, String> {
@@ -404,6 +513,31 @@ mod tests {
         assert_eq!(records[1].body, Some(AnyValue { value: None }));
         assert_eq!(records[2].severity_number, 24);
         assert_eq!(decode("{}").unwrap(), ExportLogsServiceRequest::default());
+    }
+
+    /// The JSON of the traces request the protobuf golden test decodes.
+    #[test]
+    fn traces_in_json_and_protobuf_read_the_same() {
+        let json = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"shop"}}]},
+            "schemaUrl":"s1","scopeSpans":[{"scope":{"name":"shop.http","version":"2"},"schemaUrl":"s2","spans":[{
+                "traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0a0a0a0a0a0a0a0a","traceState":"k=v",
+                "parentSpanId":"0B0B0B0B0B0B0B0B","flags":257,"name":"GET /cart","kind":"SPAN_KIND_SERVER",
+                "startTimeUnixNano":"1764300000000000000","endTimeUnixNano":"1764300000250000000",
+                "attributes":[{"key":"http.route","value":{"stringValue":"/cart"}}],"droppedAttributesCount":1,
+                "events":[{"timeUnixNano":"1764300000100000000","name":"cache miss",
+                    "attributes":[{"key":"key","value":{"stringValue":"c1"}}],"droppedAttributesCount":2}],
+                "droppedEventsCount":3,
+                "links":[{"traceId":"1112131415161718191a1b1c1d1e1f20","spanId":"0c0c0c0c0c0c0c0c","traceState":"l=1",
+                    "attributes":[{"key":"why","value":{"stringValue":"retry"}}],"droppedAttributesCount":4,"flags":1}],
+                "droppedLinksCount":5,"status":{"message":"boom","code":2}}]}]}]}"#;
+        let from_json = decode_traces(json.as_bytes()).unwrap();
+        assert_eq!(from_json, crate::otlp::traces::tests::golden_request());
+        let e = decode_traces(
+            br#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"kind":"SPAN_KIND_LOUD"}]}]}]}"#,
+        );
+        assert!(e
+            .unwrap_err()
+            .contains("resourceSpans[0].scopeSpans[0].spans[0].kind: unknown value"));
     }
 
     #[test]

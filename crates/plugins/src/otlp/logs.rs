@@ -22,11 +22,10 @@
 //! map, the last value is kept. Empty strings and zero counts are left out, as OTLP's
 //! defaults.
 
-use base64::Engine as _;
-use sluice_event::{Event, Key, Map, Timestamp, Value};
+use sluice_event::{Event, Value};
 
-use super::proto::{any_value, AnyValue, ExportLogsServiceRequest, InstrumentationScope, KeyValue};
-use super::proto::{LogRecord, Resource};
+use super::fields::{attributes, object, resource_value, scope_value, timestamp, value};
+use super::proto::{any_value, ExportLogsServiceRequest, LogRecord};
 use crate::numbers::hex;
 
 /// Decodes an OTLP/protobuf logs export request; an error for bytes that are no such
@@ -109,95 +108,14 @@ fn record_event(record: LogRecord, resource: Option<&Value>, scope: Option<&Valu
     e
 }
 
-/// The `[resource]` object every event of a resource gets; `None` when it has nothing.
-fn resource_value(resource: Option<Resource>, schema_url: String) -> Option<Value> {
-    let r = resource.unwrap_or_default();
-    described(
-        Map::new(),
-        r.attributes,
-        r.dropped_attributes_count,
-        schema_url,
-    )
-}
-
-/// The `[scope]` object every event of a scope gets; `None` when it has nothing.
-fn scope_value(scope: Option<InstrumentationScope>, schema_url: String) -> Option<Value> {
-    let s = scope.unwrap_or_default();
-    let mut m = Map::new();
-    if !s.name.is_empty() {
-        m.insert(Key::from("name"), Value::String(s.name.into()));
-    }
-    if !s.version.is_empty() {
-        m.insert(Key::from("version"), Value::String(s.version.into()));
-    }
-    described(m, s.attributes, s.dropped_attributes_count, schema_url)
-}
-
-/// `m` with what a resource and a scope both have (attributes, how many were dropped, the
-/// schema), as an object; `None` when it ends up empty.
-fn described(mut m: Map, attrs: Vec<KeyValue>, dropped: u32, schema_url: String) -> Option<Value> {
-    if !attrs.is_empty() {
-        m.insert(Key::from("attributes"), Value::Object(attributes(attrs)));
-    }
-    if dropped != 0 {
-        m.insert(
-            Key::from("dropped_attributes_count"),
-            Value::Int(i64::from(dropped)),
-        );
-    }
-    if !schema_url.is_empty() {
-        m.insert(Key::from("schema_url"), Value::String(schema_url.into()));
-    }
-    (!m.is_empty()).then_some(Value::Object(m))
-}
-
-/// A map of attributes, keys whole; of a key given twice, the last value.
-pub fn attributes(pairs: Vec<KeyValue>) -> Map {
-    let mut m = Map::with_capacity(pairs.len());
-    for kv in pairs {
-        m.insert(Key::from(kv.key), kv.value.map_or(Value::Null, any));
-    }
-    m
-}
-
-/// An `AnyValue` as a value (unset: null).
-pub fn any(v: AnyValue) -> Value {
-    v.value.map_or(Value::Null, value)
-}
-
-fn value(v: any_value::Value) -> Value {
-    match v {
-        any_value::Value::StringValue(s) => Value::String(s.into()),
-        any_value::Value::BoolValue(b) => Value::Bool(b),
-        any_value::Value::IntValue(i) => Value::Int(i),
-        any_value::Value::DoubleValue(f) => Value::Float(f),
-        any_value::Value::ArrayValue(a) => Value::Array(a.values.into_iter().map(any).collect()),
-        any_value::Value::KvlistValue(kv) => Value::Object(attributes(kv.values)),
-        any_value::Value::BytesValue(b) => {
-            Value::String(base64::engine::general_purpose::STANDARD.encode(b).into())
-        }
-    }
-}
-
-fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    let mut m = Map::with_capacity(N);
-    for (k, v) in pairs {
-        m.insert(Key::from(k), v);
-    }
-    Value::Object(m)
-}
-
-/// Nanoseconds since the epoch as a timestamp (milliseconds, rounded down).
-fn timestamp(nanos: u64) -> Timestamp {
-    Timestamp::from_millis((nanos / 1_000_000) as i64)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::otlp::proto::{ArrayValue, KeyValueList, ResourceLogs, ScopeLogs};
+    use crate::otlp::proto::{AnyValue, ArrayValue, InstrumentationScope, KeyValue, KeyValueList};
+    use crate::otlp::proto::{Resource, ResourceLogs, ScopeLogs};
     use prost::Message as _;
     use sluice_event::FieldRef;
+    use sluice_event::Timestamp;
 
     fn s(text: &str) -> Option<AnyValue> {
         Some(AnyValue {

@@ -4,12 +4,16 @@
 //! - [`proto`]: the OTLP messages as protobuf (prost) types, field for field as
 //!   `opentelemetry-proto` defines them.
 //! - [`json`]: a request in OTLP's JSON encoding, read into the same messages.
-//! - [`logs`]: an export request's log records become one event each, in the ECS-style shape
-//!   Elastic's OTLP intake gives them (see its documentation for the table).
+//! - [`logs`] and [`traces`]: an export request's log records, or spans, become one event
+//!   each, in the shape Elastic's OTLP intake gives them (each module's documentation has its
+//!   table); `fields` holds what they share (values, the resource and scope objects).
 //!
-//! Data flows request → [`proto`] (decoded, strings checked as UTF-8) or [`json`] → [`logs`] (one event
-//! per record, the resource's and scope's fields copied onto each) → the input's queue.
+//! Data flows request → [`proto`] (decoded, strings checked as UTF-8) or [`json`] → [`logs`]
+//! or [`traces`] (one event per record or span, the resource's and scope's fields copied onto
+//! each) → the input's queue.
 
+mod fields;
 pub mod json;
 pub mod logs;
 pub mod proto;
+pub mod traces;

@@ -153,3 +153,110 @@ pub struct Status {
     #[prost(string, tag = "2")]
     pub message: String,
 }
+
+/// `collector.trace.v1.ExportTraceServiceRequest` (the same fields as `trace.v1.TracesData`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExportTraceServiceRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub resource_spans: Vec<ResourceSpans>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ResourceSpans {
+    #[prost(message, optional, tag = "1")]
+    pub resource: Option<Resource>,
+    #[prost(message, repeated, tag = "2")]
+    pub scope_spans: Vec<ScopeSpans>,
+    #[prost(string, tag = "3")]
+    pub schema_url: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ScopeSpans {
+    #[prost(message, optional, tag = "1")]
+    pub scope: Option<InstrumentationScope>,
+    #[prost(message, repeated, tag = "2")]
+    pub spans: Vec<Span>,
+    #[prost(string, tag = "3")]
+    pub schema_url: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Span {
+    /// 16 bytes.
+    #[prost(bytes = "vec", tag = "1")]
+    pub trace_id: Vec<u8>,
+    /// 8 bytes.
+    #[prost(bytes = "vec", tag = "2")]
+    pub span_id: Vec<u8>,
+    #[prost(string, tag = "3")]
+    pub trace_state: String,
+    /// 8 bytes, or empty for a root span.
+    #[prost(bytes = "vec", tag = "4")]
+    pub parent_span_id: Vec<u8>,
+    #[prost(fixed32, tag = "16")]
+    pub flags: u32,
+    #[prost(string, tag = "5")]
+    pub name: String,
+    /// `SpanKind`: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer.
+    #[prost(int32, tag = "6")]
+    pub kind: i32,
+    #[prost(fixed64, tag = "7")]
+    pub start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "8")]
+    pub end_time_unix_nano: u64,
+    #[prost(message, repeated, tag = "9")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(uint32, tag = "10")]
+    pub dropped_attributes_count: u32,
+    #[prost(message, repeated, tag = "11")]
+    pub events: Vec<SpanEvent>,
+    #[prost(uint32, tag = "12")]
+    pub dropped_events_count: u32,
+    #[prost(message, repeated, tag = "13")]
+    pub links: Vec<SpanLink>,
+    #[prost(uint32, tag = "14")]
+    pub dropped_links_count: u32,
+    #[prost(message, optional, tag = "15")]
+    pub status: Option<SpanStatus>,
+}
+
+/// `Span.Event`: something that happened during a span.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SpanEvent {
+    #[prost(fixed64, tag = "1")]
+    pub time_unix_nano: u64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(message, repeated, tag = "3")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(uint32, tag = "4")]
+    pub dropped_attributes_count: u32,
+}
+
+/// `Span.Link`: a span this one relates to.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SpanLink {
+    #[prost(bytes = "vec", tag = "1")]
+    pub trace_id: Vec<u8>,
+    #[prost(bytes = "vec", tag = "2")]
+    pub span_id: Vec<u8>,
+    #[prost(string, tag = "3")]
+    pub trace_state: String,
+    #[prost(message, repeated, tag = "4")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(uint32, tag = "5")]
+    pub dropped_attributes_count: u32,
+    #[prost(fixed32, tag = "6")]
+    pub flags: u32,
+}
+
+/// `trace.v1.Status`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SpanStatus {
+    #[prost(string, tag = "2")]
+    pub message: String,
+    /// 0 unset, 1 ok, 2 error.
+    #[prost(int32, tag = "3")]
+    pub code: i32,
+}
