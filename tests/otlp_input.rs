@@ -3,7 +3,8 @@
 //! arrives with its message, severity, attributes, resource and scope; its spans arrive one
 //! event each, children pointing at their parents; a JSON body is taken
 //! too; and what is no OTLP request gets the answer the protocol asks for (400 with a
-//! `google.rpc.Status` saying where, 405, 415, 404), the input serving on.
+//! `google.rpc.Status` saying where, 405, 415, 404), the input serving on; a blocked pipeline
+//! answers 429 with `Retry-After` past the pending limit and loses nothing it accepted.
 
 mod net_support;
 mod run_support;
@@ -162,6 +163,75 @@ fn the_python_sdk_sends_traces_into_the_input() {
     assert_eq!(orders, (0..n as i64).collect::<Vec<_>>());
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
+}
+
+/// The pipeline is blocked (its stdout not read): the first requests wait for room, the ones
+/// past threads + max_pending_requests get 429 with `Retry-After` (which OTLP senders retry)
+/// at once; once the output drains, every accepted record is there.
+#[test]
+fn a_blocked_pipeline_answers_429_with_retry_after() {
+    let dir = temp_dir("otlp", "busy");
+    let port = free_port();
+    let config = format!(
+        r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" threads => 1 max_pending_requests => 2 }} }}
+           output {{ stdout {{ codec => line {{ format => "%{{message}}" }} }} }}"#
+    );
+    let mut r = Run::start(
+        &dir,
+        "pipeline.workers: 1\npipeline.batch.size: 1\n",
+        &[],
+        &config,
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    net_support::wait_listening(port, 30);
+    let record = |text: &str| {
+        format!(
+            r#"{{"resourceLogs":[{{"scopeLogs":[{{"logRecords":[{{"body":{{"stringValue":"{text}"}}}}]}}]}}]}}"#
+        )
+    };
+    let big = "x".repeat(60_000);
+    let fill: Vec<_> = (0..8)
+        .map(|i| {
+            let body = record(&format!("{i} {big}"));
+            std::thread::sleep(Duration::from_millis(300));
+            std::thread::spawn(move || {
+                post(
+                    port,
+                    "/v1/logs",
+                    "POST",
+                    "application/json",
+                    body.as_bytes(),
+                )
+                .0
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut busy = agent
+        .post(format!("http://127.0.0.1:{port}/v1/logs"))
+        .header("Content-Type", "application/json")
+        .send(record("one too many"))
+        .unwrap();
+    assert_eq!(busy.status().as_u16(), 429, "{}", r.log());
+    assert_eq!(busy.headers().get("retry-after").unwrap(), "1");
+    let status: serde_json::Value =
+        serde_json::from_str(&busy.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(status["code"], 8, "{status}");
+    let reader = r.read_stdout();
+    let codes: Vec<u16> = fill.into_iter().map(|t| t.join().unwrap()).collect();
+    let accepted = codes.iter().filter(|c| **c == 200).count();
+    assert!(accepted >= 3, "{codes:?}");
+    assert!(codes.iter().all(|c| *c == 200 || *c == 429), "{codes:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+    let out = reader.join().unwrap();
+    assert_eq!(out.lines().count(), accepted, "accepted records lost");
 }
 
 #[test]
