@@ -227,3 +227,36 @@ impl Certs {
         c
     }
 }
+
+/// Settings for a pipeline blocked by its output (a stdout nobody reads): one worker, batches
+/// of one, so that a few requests fill it.
+pub const BLOCKING_SETTINGS: &str = "pipeline.workers: 1\npipeline.batch.size: 1\n";
+
+/// Sends eight requests to a blocked HTTP input, 300 ms apart, each on a thread of its own
+/// (`send(i)` sends the i-th and gives its status): the first few fit in the pipe and the
+/// queue, the next ones wait and hold the input's slots, the rest are refused. Waits a second
+/// more, so that the slots are taken when it returns.
+pub fn fill_slowly<F>(send: F) -> Vec<std::thread::JoinHandle<u16>>
+where
+    F: Fn(usize) -> u16 + Clone + Send + 'static,
+{
+    let fill = (0..8)
+        .map(|i| {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let send = send.clone();
+            std::thread::spawn(move || send(i))
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    fill
+}
+
+/// How many of `fill`'s requests were accepted (200), once the pipeline drains: at least
+/// three, and every other one refused with 429.
+pub fn accepted(fill: Vec<std::thread::JoinHandle<u16>>) -> usize {
+    let codes: Vec<u16> = fill.into_iter().map(|t| t.join().unwrap()).collect();
+    let accepted = codes.iter().filter(|c| **c == 200).count();
+    assert!(accepted >= 3, "{codes:?}");
+    assert!(codes.iter().all(|c| *c == 200 || *c == 429), "{codes:?}");
+    accepted
+}
