@@ -1,9 +1,11 @@
 //! The server side of the HTTP inputs (`http`, `opentelemetry`): one connection loop
 //! ([`serve`]: HTTP/1.1 on the input's listener, requests answered until the pipeline stops,
-//! then the connection closed gracefully), and the reading of a request's body within its
-//! limits ([`read_body`]: `max_content_length` before and after `Content-Encoding` is undone,
-//! the bodies held at once within a shared byte budget, [`Held`]), with the answers to a
-//! refused one ([`Refusal`]) and to a wrong password ([`check_basic_auth`]).
+//! then the connection closed gracefully; [`run`] starts it for an input, [`settings`] reads
+//! the options every such input has, [`counters`] makes the counters they share), and the
+//! reading of a request's body within its limits ([`take_body`]: `max_content_length` before
+//! and after `Content-Encoding` is undone, the bodies held at once within a shared byte
+//! budget, [`Held`]), with the answers to a refused one and to a wrong password
+//! ([`check_basic_auth`]).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -131,6 +133,45 @@ pub async fn serve<H, Fut>(
     }
 }
 
+/// Reads a request's body within its limits (`limit` bytes before and after decoding, the
+/// shared byte `budget`, 60 s to arrive). Gives the request's parts, the body and
+/// the share of the budget it holds (keep it until the body's events are queued), or the
+/// answer refusing it.
+pub async fn take_body(
+    req: Request<Incoming>,
+    limit: usize,
+    budget: &Arc<tokio::sync::Semaphore>,
+    c: &NamedCounters,
+) -> Result<(hyper::http::request::Parts, Vec<u8>, Held), Response<Full<Bytes>>> {
+    let (parts, body) = req.into_parts();
+    let mut held = Held::new(budget);
+    // A client that trickles its body does not keep its slot for ever.
+    let read = read_body(body, &parts, limit, &mut held);
+    match tokio::time::timeout(BODY_TIMEOUT, read).await {
+        Err(_) => Err(reply(
+            StatusCode::REQUEST_TIMEOUT,
+            "request body timed out\n",
+        )),
+        Ok(Err(refusal)) => Err(refusal.answer(c)),
+        Ok(Ok(body)) => Ok((parts, body, held)),
+    }
+}
+
+/// An HTTP input's counters: the requests [`serve`]'s helpers and every such input count
+/// (accepted, and refused for being busy, for credentials, for size or for memory), then the
+/// input's own `extra` ones.
+pub fn counters(extra: &[&str]) -> Arc<NamedCounters> {
+    let mut paths = vec![
+        "requests.accepted",
+        "requests.rejected_busy",
+        "requests.rejected_auth",
+        "requests.rejected_too_large",
+        "requests.rejected_memory",
+    ];
+    paths.extend_from_slice(extra);
+    Arc::new(NamedCounters::with_paths(&paths))
+}
+
 /// `Authorization: Basic ...` for `user` and `password`.
 pub fn basic_auth(user: &str, password: &str) -> String {
     use base64::Engine;
@@ -163,7 +204,7 @@ pub fn check_basic_auth(
 }
 
 /// How long a request's body may take to arrive.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn reply(code: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
@@ -179,7 +220,7 @@ pub struct Held {
 }
 
 impl Held {
-    pub fn new(budget: &Arc<tokio::sync::Semaphore>) -> Held {
+    fn new(budget: &Arc<tokio::sync::Semaphore>) -> Held {
         Held {
             budget: Arc::clone(budget),
             permits: None,
@@ -208,7 +249,7 @@ impl Held {
 }
 
 /// Why a request's body was not taken.
-pub enum Refusal {
+enum Refusal {
     TooLarge,
     /// `max_pending_bytes` is used up by other requests.
     Memory,
@@ -218,7 +259,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub fn answer(self, c: &NamedCounters) -> Response<Full<Bytes>> {
+    fn answer(self, c: &NamedCounters) -> Response<Full<Bytes>> {
         match self {
             Refusal::TooLarge => {
                 c.add("requests.rejected_too_large", 1);
@@ -243,7 +284,7 @@ impl Refusal {
 /// Reads the body frame by frame into one buffer (sized by `Content-Length` when given),
 /// taking its bytes from the budget as they come, and undoes `Content-Encoding: gzip` or
 /// `deflate`: at most `max_content_length` bytes, before and after decoding.
-pub async fn read_body(
+async fn read_body(
     mut body: Incoming,
     parts: &hyper::http::request::Parts,
     limit: usize,

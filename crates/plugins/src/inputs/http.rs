@@ -32,7 +32,7 @@ use sluice_pipeline::metrics::NamedCounters;
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 
 use crate::ecs::Ecs;
-use crate::http_server::{self, read_body, reply, Held, BODY_TIMEOUT};
+use crate::http_server::{self, reply};
 use crate::net::{self, Peer};
 
 pub struct HttpInput {
@@ -128,13 +128,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             ecs: ecs.enabled(),
             remote_host,
             headers_field,
-            counters: Arc::new(NamedCounters::with_paths(&[
-                "requests.accepted",
-                "requests.rejected_busy",
-                "requests.rejected_auth",
-                "requests.rejected_too_large",
-                "requests.rejected_memory",
-            ])),
+            counters: http_server::counters(&[]),
         }),
     }))
 }
@@ -163,14 +157,10 @@ async fn handle(
     if let Some(refused) = http_server::check_basic_auth(&req, shared.auth.as_deref(), c) {
         return refused;
     }
-    let (parts, body) = req.into_parts();
-    let mut held = Held::new(&shared.body_bytes);
-    // A client that trickles its body does not keep its slot for ever.
-    let read = read_body(body, &parts, shared.max_content_length, &mut held);
-    let body = match tokio::time::timeout(BODY_TIMEOUT, read).await {
-        Err(_) => return reply(StatusCode::REQUEST_TIMEOUT, "request body timed out\n"),
-        Ok(Err(refusal)) => return refusal.answer(c),
-        Ok(Ok(body)) => body,
+    let taken = http_server::take_body(req, shared.max_content_length, &shared.body_bytes, c);
+    let (parts, body, _held) = match taken.await {
+        Ok(t) => t,
+        Err(refused) => return refused,
     };
     let content_type = parts
         .headers
@@ -194,7 +184,7 @@ async fn handle(
     codec.flush(&mut events);
     let body_len = body.len();
     // The events hold what the body did: it goes before they wait for the queue. Its bytes
-    // stay counted in `held` (the events' own size) until they are queued.
+    // stay counted in `_held` (the events' own size) until they are queued.
     drop(body);
     let ip = Value::String(peer.addr.ip().to_string().into());
     let headers = request_headers(&parts);

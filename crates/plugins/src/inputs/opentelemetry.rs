@@ -24,7 +24,7 @@ use sluice_event::Event;
 use sluice_pipeline::metrics::NamedCounters;
 use sluice_pipeline::{ConfigError, Input, InputContext, Options};
 
-use crate::http_server::{self, read_body, reply, Held, BODY_TIMEOUT};
+use crate::http_server::{self, reply};
 use crate::net::{self, Peer};
 use crate::otlp;
 
@@ -56,16 +56,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
                 max.saturating_mul(2)
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
-            counters: Arc::new(NamedCounters::with_paths(&[
-                "requests.accepted",
-                "requests.rejected_invalid",
-                "requests.rejected_busy",
-                "requests.rejected_auth",
-                "requests.rejected_too_large",
-                "requests.rejected_memory",
-                "log_records",
-                "spans",
-            ])),
+            counters: http_server::counters(&["requests.rejected_invalid", "log_records", "spans"]),
         }),
     }))
 }
@@ -231,13 +222,10 @@ async fn handle(
     if let Some(refused) = http_server::check_basic_auth(&req, shared.auth.as_deref(), c) {
         return refused;
     }
-    let (parts, body) = req.into_parts();
-    let mut held = Held::new(&shared.body_bytes);
-    let read = read_body(body, &parts, shared.max_content_length, &mut held);
-    let body = match tokio::time::timeout(BODY_TIMEOUT, read).await {
-        Err(_) => return reply(StatusCode::REQUEST_TIMEOUT, "request body timed out\n"),
-        Ok(Err(refusal)) => return refusal.answer(c),
-        Ok(Ok(body)) => body,
+    let taken = http_server::take_body(req, shared.max_content_length, &shared.body_bytes, c);
+    let (_, body, _held) = match taken.await {
+        Ok(t) => t,
+        Err(refused) => return refused,
     };
     let mut events: Vec<Event> = Vec::new();
     let decoded = match (signal, encoding) {

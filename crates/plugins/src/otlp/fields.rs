@@ -94,3 +94,12 @@ pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
 pub(crate) fn timestamp(nanos: u64) -> Timestamp {
     Timestamp::from_millis((nanos / 1_000_000) as i64)
 }
+
+/// Bytes from hexadecimal text (the golden requests of the tests).
+#[cfg(test)]
+pub(crate) fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}

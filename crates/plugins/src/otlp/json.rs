@@ -25,12 +25,20 @@ use super::proto::{ResourceLogs, ScopeLogs, SpanLink, SpanStatus};
 
 /// Reads an OTLP/JSON logs export request.
 pub fn decode_logs(body: &[u8]) -> Result<ExportLogsServiceRequest, String> {
+    Ok(ExportLogsServiceRequest {
+        resource_logs: top_list(body, "resourceLogs", resource_logs)?,
+    })
+}
+
+/// The list under `key` of a request body (the one field an export request has).
+fn top_list<T>(
+    body: &[u8],
+    key: &str,
+    item: fn(&Value, &Path) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
     let v = sluice_event::json::parse(body).map_err(|e| format!("not JSON: {e}"))?;
     let root = Path::Root;
-    let m = object(&v, &root)?;
-    Ok(ExportLogsServiceRequest {
-        resource_logs: list(m, "resourceLogs", &root, resource_logs)?,
-    })
+    list(object(&v, &root)?, key, &root, item)
 }
 
 fn resource_logs(v: &Value, at: &Path) -> Result<ResourceLogs, String> {
@@ -44,11 +52,8 @@ fn resource_logs(v: &Value, at: &Path) -> Result<ResourceLogs, String> {
 
 /// Reads an OTLP/JSON traces export request.
 pub fn decode_traces(body: &[u8]) -> Result<ExportTraceServiceRequest, String> {
-    let v = sluice_event::json::parse(body).map_err(|e| format!("not JSON: {e}"))?;
-    let root = Path::Root;
-    let m = object(&v, &root)?;
     Ok(ExportTraceServiceRequest {
-        resource_spans: list(m, "resourceSpans", &root, resource_spans)?,
+        resource_spans: top_list(body, "resourceSpans", resource_spans)?,
     })
 }
 

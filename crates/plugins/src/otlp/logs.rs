@@ -271,10 +271,7 @@ pub(crate) mod tests {
     #[test]
     fn decodes_what_the_official_definitions_encode() {
         const HEX: &str = "0afa010a1e0a1a0a0c736572766963652e6e616d65120a0a08636865636b6f7574100112d3010a1d0a0a6170702e6c6f676765721203312e321a080a02736112021001200412ad0109158d94a0800d7c18100d1a045741524e2a120a106469736b20616c6d6f73742066756c6c32140a0b687474702e6d6574686f6412050a03474554320e0a0164120921000000000000e03f32090a016212043a026869321a0a026b76121432120a100a0169120b18f9ffffffffffffffff01380245010000004a100102030405060708090a0b0c0d0e0f105208abababababababab59008ad3d4800d7c18620d6469736b2e70726573737572651a0273321a027331";
-        let bytes: Vec<u8> = (0..HEX.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&HEX[i..i + 2], 16).unwrap())
-            .collect();
+        let bytes = crate::otlp::fields::unhex(HEX);
         assert_eq!(decode(&bytes).unwrap(), golden_request());
     }
 

@@ -17,7 +17,7 @@
 
 use sluice_event::{Event, Key, Map, Value};
 
-use super::fields::{add_attributes, attributes, resource_value, scope_value, timestamp};
+use super::fields::{add_attributes, attributes, object, resource_value, scope_value, timestamp};
 use super::proto::{ExportTraceServiceRequest, Span, SpanEvent, SpanLink};
 use crate::numbers::hex;
 
@@ -66,16 +66,13 @@ fn span_event(span: Span, resource: Option<&Value>, scope: Option<&Value>) -> Ev
     if nanos != 0 {
         e.set_timestamp(timestamp(nanos));
     }
-    let mut top = Map::new();
-    let mut put = |k: &str, v: Value| {
-        top.insert(Key::from(k), v);
-    };
+    let mut put = |k: &str, v: Value| e.set_field(k, v);
     let id = |bytes: &[u8]| Value::String(hex(bytes).into());
     if !span.trace_id.is_empty() {
-        put("trace", object_of("id", id(&span.trace_id)));
+        put("trace", object([("id", id(&span.trace_id))]));
     }
     if !span.span_id.is_empty() {
-        put("span", object_of("id", id(&span.span_id)));
+        put("span", object([("id", id(&span.span_id))]));
     }
     if !span.parent_span_id.is_empty() {
         put("parent_span_id", id(&span.parent_span_id));
@@ -133,16 +130,7 @@ fn span_event(span: Span, resource: Option<&Value>, scope: Option<&Value>) -> Ev
     if let Some(s) = scope {
         put("scope", s.clone());
     }
-    for (k, v) in top {
-        e.set_field(&k, v);
-    }
     e
-}
-
-fn object_of(key: &str, v: Value) -> Value {
-    let mut m = Map::with_capacity(1);
-    m.insert(Key::from(key), v);
-    Value::Object(m)
 }
 
 fn span_event_value(ev: SpanEvent) -> Value {
@@ -181,6 +169,7 @@ fn link_value(link: SpanLink) -> Value {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::otlp::fields::unhex;
     use crate::otlp::proto::{AnyValue, InstrumentationScope, KeyValue, Resource, ResourceSpans};
     use crate::otlp::proto::{ScopeSpans, SpanStatus};
     use sluice_event::FieldRef;
@@ -251,13 +240,6 @@ pub(crate) mod tests {
     /// Bytes written by opentelemetry-proto's own generated Python classes (1.x) for a
     /// request that sets every field: the field numbers and wire types here are theirs.
     pub(crate) const GOLDEN: &str = "0a8f020a180a160a0c736572766963652e6e616d6512060a0473686f7012ee010a0e0a0973686f702e6874747012013212d7010a100102030405060708090a0b0c0d0e0f1012080a0a0a0a0a0a0a0a1a036b3d7622080b0b0b0b0b0b0b0b2a09474554202f6361727430023900c03899800d7c184180721fa8800d7c184a150a0a687474702e726f75746512070a052f6361727450015a240900a12e9f800d7c18120a6361636865206d6973731a0b0a036b657912040a026331200260036a380a101112131415161718191a1b1c1d1e1f2012080c0c0c0c0c0c0c0c1a036c3d31220e0a0377687912070a0572657472792804350100000070057a081204626f6f6d18028501010100001a0273321a027331";
-
-    fn unhex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     #[test]
     fn decodes_what_the_official_definitions_encode() {
