@@ -16,26 +16,6 @@ use std::time::Duration;
 use net_support::free_port;
 use run_support::{temp_dir, Run};
 
-/// The SDK's python (`SLUICE_OTEL_PYTHON`, else the cache `scripts/otel-python` fills);
-/// `None` when absent (a failure under CI=true).
-fn otel_python() -> Option<PathBuf> {
-    let p = std::env::var_os("SLUICE_OTEL_PYTHON")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let home = std::env::var_os("HOME")?;
-            Some(PathBuf::from(home).join(".cache/sluice/otel-python-1.45.2/bin/python"))
-        })
-        .filter(|p| p.exists());
-    if p.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the OpenTelemetry Python SDK is missing: run scripts/otel-python"
-        );
-        eprintln!("skipped: no OpenTelemetry Python SDK (scripts/otel-python)");
-    }
-    p
-}
-
 fn post(port: u16, path: &str, method: &str, content_type: &str, body: &[u8]) -> (u16, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -90,7 +70,7 @@ fn lines(text: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn the_python_sdk_logs_into_the_input() {
-    let Some(python) = otel_python() else {
+    let Some(python) = net_support::otel_python() else {
         return;
     };
     let (mut r, out, port) = start("sdk");
@@ -124,7 +104,7 @@ fn the_python_sdk_logs_into_the_input() {
 /// its failed status with it.
 #[test]
 fn the_python_sdk_sends_traces_into_the_input() {
-    let Some(python) = otel_python() else {
+    let Some(python) = net_support::otel_python() else {
         return;
     };
     let (mut r, out, port) = start("traces");

@@ -48,6 +48,23 @@ pub fn missing(what: &str) {
     eprintln!("skipping: {what}");
 }
 
+/// The OpenTelemetry Python SDK's python (`SLUICE_OTEL_PYTHON`, else the cache
+/// `scripts/otel-python` fills); `None` (after [`missing`]) when absent.
+#[allow(dead_code)]
+pub fn otel_python() -> Option<PathBuf> {
+    let p = std::env::var_os("SLUICE_OTEL_PYTHON")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            Some(PathBuf::from(home).join(".cache/sluice/otel-python-1.45.2/bin/python"))
+        })
+        .filter(|p| p.exists());
+    if p.is_none() {
+        missing("the OpenTelemetry Python SDK (scripts/otel-python)");
+    }
+    p
+}
+
 /// The go-lumber client binary, built when missing; `None` (after [`missing`]) without Go.
 pub fn lumber_client() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -113,6 +113,7 @@ pub fn registry() -> Registry {
     r.add_output("rabbitmq", outputs::rabbitmq::build);
     r.add_output("pipeline", outputs::pipeline::build);
     r.add_output("http", outputs::http::build);
+    r.add_output("opentelemetry", outputs::opentelemetry::build);
     r.add_output("s3", outputs::s3::build);
     r.add_output("tcp", outputs::tcp::build);
     r.add_output("udp", outputs::udp::build);

@@ -12,6 +12,7 @@
 //! or [`traces`] (one event per record or span, the resource's and scope's fields copied onto
 //! each) → the input's queue.
 
+pub mod export;
 mod fields;
 pub mod json;
 pub mod logs;

@@ -41,16 +41,21 @@ pub fn to_events(request: ExportTraceServiceRequest, out: &mut Vec<Event>) -> us
     out.len() - start
 }
 
-/// `kind`'s name, as Elastic writes it.
+/// `SpanKind`'s names by number, as Elastic writes them.
+pub(crate) const KINDS: [&str; 6] = [
+    "Unspecified",
+    "Internal",
+    "Server",
+    "Client",
+    "Producer",
+    "Consumer",
+];
+
+/// `Status.code`'s names by number.
+pub(crate) const STATUS_CODES: [&str; 3] = ["Unset", "Ok", "Error"];
+
+/// `kind`'s name.
 fn kind(k: i32) -> Value {
-    const KINDS: [&str; 6] = [
-        "Unspecified",
-        "Internal",
-        "Server",
-        "Client",
-        "Producer",
-        "Consumer",
-    ];
     match usize::try_from(k).ok().and_then(|k| KINDS.get(k)) {
         Some(name) => Value::String((*name).into()),
         None => Value::Int(i64::from(k)),
@@ -88,11 +93,12 @@ fn span_event(span: Span, resource: Option<&Value>, scope: Option<&Value>) -> Ev
     }
     if let Some(status) = span.status {
         let mut m = Map::new();
-        let code = match status.code {
-            0 => Value::String("Unset".into()),
-            1 => Value::String("Ok".into()),
-            2 => Value::String("Error".into()),
-            n => Value::Int(i64::from(n)),
+        let code = match usize::try_from(status.code)
+            .ok()
+            .and_then(|c| STATUS_CODES.get(c))
+        {
+            Some(name) => Value::String((*name).into()),
+            None => Value::Int(i64::from(status.code)),
         };
         m.insert(Key::from("code"), code);
         if !status.message.is_empty() {

@@ -4,6 +4,7 @@ pub mod elasticsearch;
 pub mod file;
 pub mod http;
 pub mod null;
+pub mod opentelemetry;
 pub mod pipeline;
 pub mod rabbitmq;
 pub mod redis;
