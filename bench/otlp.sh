@@ -1,25 +1,44 @@
 #!/usr/bin/env bash
-# The opentelemetry input's rate (issue 42): OTLP/HTTP protobuf logs, batches of 512 records,
-# 4 clients each waiting for its answers (bench/otlp_load.py, the OpenTelemetry Python
-# protobuf classes from scripts/otel-python) → `output { null {} }`, 2 workers. Prints
-# events/s from the first request until /_node/stats says every event left, and sluice's CPU
-# per event (user + system). ROUNDS (default 3) runs, medians.
-# Not yet: the OpenTelemetry Collector's own receiver on the same load (the issue's ratio).
-# Usage: bench/otlp.sh [REQUESTS per client, default 500]
+# OTLP in and out (issue 42), each against the OpenTelemetry Collector (tests/otelcol,
+# scripts/build-otelcol) in the same run:
+# - input: OTLP/HTTP protobuf logs, batches of 512 records, 4 clients each waiting for its
+#   answers (bench/otlp_load.py, the OpenTelemetry Python protobuf classes from
+#   scripts/otel-python) → sluice's `input { opentelemetry {} } output { null {} }` (2 workers;
+#   timed until /_node/stats says every event left), and the same load → the collector's OTLP
+#   receiver → its nop exporter (timed until the last answer: the collector answers once the
+#   exporter has the data). Prints events/s, CPU per event, and sluice/collector.
+# - output: a generator of EVENTS events → `opentelemetry` output → the collector's OTLP
+#   receiver → nop, timed from start to sluice's exit; and the same generator → `null` as the
+#   baseline: events/s and output/null.
+# ROUNDS (default 3) runs each, medians.
+# Usage: bench/otlp.sh [REQUESTS per client, default 500] [EVENTS, default 2000000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 REQUESTS=${1:-500}
+EVENTS=${2:-2000000}
 ROUNDS=${ROUNDS:-3}
 CLIENTS=4
 BATCH=512
 cargo build --release --quiet
 PY=$(scripts/otel-python | sed 's/^SLUICE_OTEL_PYTHON=//')
+OTELCOL=$(scripts/build-otelcol)
 DIR=$PWD/target/bench-otlp
 mkdir -p "$DIR"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-rates=""; cpus=""
+cpu_per_event() { awk -v n="$2" -v t="$(awk '{ print $14 + $15 }' "/proc/$1/stat")" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.3f", t / hz * 1e6 / n }'; }
+wait_port() { until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do sleep 0.1; done; }
+# collector_to_nop PORT: a collector receiving OTLP/HTTP on PORT, exporting to nop.
+collector_to_nop() {
+  printf 'receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:%s\nexporters:\n  nop:\nservice:\n  telemetry:\n    metrics:\n      level: none\n    logs:\n      level: error\n  pipelines:\n    logs:\n      receivers: [otlp]\n      exporters: [nop]\n' "$1" > "$DIR/otelcol.yaml"
+  "$OTELCOL" --config "$DIR/otelcol.yaml" >/dev/null 2>&1 &
+  COLLECTOR=$!
+  wait_port "$1"
+}
+
+in_rates=""; in_cpus=""; col_rates=""; col_cpus=""; out_rates=""; null_rates=""; out_cpus=""
 for _ in $(seq "$ROUNDS"); do
+  # sluice's input.
   api=$(port); otlp=$(port)
   printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s/data\n' "$api" "$DIR" > "$DIR/sluice.yml"
   target/release/sluice --log.level error --path.settings "$DIR" -e "input { opentelemetry { port => $otlp host => \"127.0.0.1\" } } output { null {} }" >/dev/null 2>&1 &
@@ -29,14 +48,44 @@ for _ in $(seq "$ROUNDS"); do
   n=$("$PY" bench/otlp_load.py "$otlp" "$CLIENTS" "$REQUESTS" "$BATCH")
   until [ "$(curl -sf "127.0.0.1:$api/_node/stats/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"]["out"])' 2>/dev/null || echo 0)" -ge "$n" ]; do sleep 0.02; done
   e=$(date +%s.%N)
-  ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  in_cpus="$in_cpus $(cpu_per_event "$pid" "$n")"
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  rates="$rates $(awk -v n="$n" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / (e - s) }')"
-  cpus="$cpus $(awk -v n="$n" -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.3f", t / hz * 1e6 / n }')"
+  in_rates="$in_rates $(awk -v n="$n" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / (e - s) }')"
+
+  # The collector's receiver on the same load.
+  cport=$(port)
+  collector_to_nop "$cport"
+  s=$(date +%s.%N)
+  n=$("$PY" bench/otlp_load.py "$cport" "$CLIENTS" "$REQUESTS" "$BATCH")
+  e=$(date +%s.%N)
+  col_cpus="$col_cpus $(cpu_per_event "$COLLECTOR" "$n")"
+  kill "$COLLECTOR"; wait "$COLLECTOR" 2>/dev/null || true
+  col_rates="$col_rates $(awk -v n="$n" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / (e - s) }')"
+
+  # The output, into the collector; and its baseline, into null.
+  cport=$(port)
+  collector_to_nop "$cport"
+  printf 'pipeline.workers: 2\napi.enabled: false\npath.data: %s/data\n' "$DIR" > "$DIR/sluice.yml"
+  gen="generator { count => $EVENTS message => \"GET /api/orders/17 200 31 ms\" add_field => { \"[resource][attributes][service.name]\" => \"orders\" \"[log][level]\" => \"INFO\" } }"
+  read -r rate _ < <(rate_and_cpu "$EVENTS" target/release/sluice --log.level error --path.settings "$DIR" -e "input { $gen } output { opentelemetry { url => \"http://127.0.0.1:$cport\" } }")
+  out_rates="$out_rates $rate"
+  out_cpus="$out_cpus $(cpu_per_event "$COLLECTOR" "$EVENTS")"
+  kill "$COLLECTOR"; wait "$COLLECTOR" 2>/dev/null || true
+  read -r rate _ < <(rate_and_cpu "$EVENTS" target/release/sluice --log.level error --path.settings "$DIR" -e "input { $gen } output { null {} }")
+  null_rates="$null_rates $rate"
 done
-machine "$CLIENTS clients × $REQUESTS requests × $BATCH records, $ROUNDS rounds"
+in_rate=$(echo "$in_rates" | median); col_rate=$(echo "$col_rates" | median)
+out_rate=$(echo "$out_rates" | median); null_rate=$(echo "$null_rates" | median)
+machine "input: $CLIENTS clients × $REQUESTS requests × $BATCH records; output: $EVENTS events; $ROUNDS rounds"
 echo "| case | value |"
 echo "|---|---|"
-echo "| OTLP/HTTP protobuf logs → null (events/s, median) | $(echo "$rates" | median) |"
-echo "| sluice's CPU per event (µs, user + system, median) | $(echo "$cpus" | median) |"
-echo "(rounds: events/s$rates; CPU µs$cpus)"
+echo "| input: OTLP/HTTP protobuf logs → sluice → null (events/s, median) | $in_rate |"
+echo "| input: the same load → the collector's OTLP receiver → nop (events/s, median) | $col_rate |"
+echo "| input: sluice / collector | $(ratio "$in_rate" "$col_rate") |"
+echo "| input: sluice's CPU per event (µs, user + system, median) | $(echo "$in_cpus" | median) |"
+echo "| input: the collector's CPU per event (µs, median) | $(echo "$col_cpus" | median) |"
+echo "| output: generator → opentelemetry → collector → nop (events/s, median) | $out_rate |"
+echo "| output: generator → null, the baseline (events/s, median) | $null_rate |"
+echo "| output: opentelemetry / null | $(ratio "$out_rate" "$null_rate") |"
+echo "| output: the receiving collector's CPU per event (µs, median) | $(echo "$out_cpus" | median) |"
+echo "(rounds: input$in_rates; collector$col_rates; output$out_rates; null$null_rates)"
