@@ -41,7 +41,7 @@ for _ in $(seq "$ROUNDS"); do
   # sluice's input.
   api=$(port); otlp=$(port)
   printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s/data\n' "$api" "$DIR" > "$DIR/sluice.yml"
-  target/release/sluice --log.level error --path.settings "$DIR" -e "input { opentelemetry { port => $otlp host => \"127.0.0.1\" } } output { null {} }" >/dev/null 2>&1 &
+  target/release/sluice --log.level error --path.settings "$DIR" -e "input { opentelemetry { port => $otlp host => \"127.0.0.1\" grpc => false } } output { null {} }" >/dev/null 2>&1 &
   pid=$!
   until curl -sf "127.0.0.1:$api/" >/dev/null; do sleep 0.1; done
   s=$(date +%s.%N)

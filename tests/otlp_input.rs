@@ -9,7 +9,7 @@
 mod net_support;
 mod run_support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -33,31 +33,46 @@ fn post(port: u16, path: &str, method: &str, content_type: &str, body: &[u8]) ->
     (status, r.body_mut().read_to_string().unwrap_or_default())
 }
 
-fn start(name: &str) -> (Run, PathBuf, u16) {
+/// An input on free ports (OTLP/HTTP, OTLP/gRPC) with `options`, writing to a file.
+fn start_with(name: &str, options: &str) -> (Run, PathBuf, u16, u16) {
     let dir = temp_dir("otlp", name);
     let out = dir.join("out.json");
-    let port = free_port();
+    let (port, grpc_port) = (free_port(), free_port());
     let config = format!(
-        r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" }} }}
+        r#"input {{ opentelemetry {{ port => {port} grpc_port => {grpc_port} host => "127.0.0.1" {options} }} }}
            output {{ file {{ path => "{}" }} }}"#,
         out.display()
     );
     let r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
     net_support::wait_listening(port, 30);
+    if !options.contains("grpc => false") {
+        net_support::wait_listening(grpc_port, 30);
+    }
+    (r, out, port, grpc_port)
+}
+
+fn start(name: &str) -> (Run, PathBuf, u16) {
+    let (r, out, port, _) = start_with(name, "grpc => false");
     (r, out, port)
 }
 
-/// Runs `tests/otlp/<script>` to send `n` of its records to the input's `/v1/<signal>`.
-fn sdk_sends(python: &std::path::Path, script: &str, port: u16, signal: &str, n: usize) {
-    let sent = Command::new(python)
-        .arg(format!(
-            "{}/tests/otlp/{script}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .arg(format!("http://127.0.0.1:{port}/v1/{signal}"))
-        .arg(n.to_string())
-        .output()
-        .unwrap();
+/// Runs `tests/otlp/<script>` to send `n` of its records to the input: to `/v1/<signal>`
+/// with the SDK's OTLP/HTTP exporter, or with `grpc` its OTLP/gRPC one.
+fn sdk_sends(python: &Path, script: &str, port: u16, signal: &str, n: usize, grpc: bool) {
+    let mut cmd = Command::new(python);
+    cmd.arg(format!(
+        "{}/tests/otlp/{script}",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    if grpc {
+        cmd.arg(format!("http://127.0.0.1:{port}"))
+            .arg(n.to_string())
+            .arg("grpc");
+    } else {
+        cmd.arg(format!("http://127.0.0.1:{port}/v1/{signal}"))
+            .arg(n.to_string());
+    }
+    let sent = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&sent.stderr);
     assert!(sent.status.success(), "{script}: {err}");
 }
@@ -68,54 +83,60 @@ fn lines(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The SDK logs 50 records over OTLP/HTTP, then 50 over OTLP/gRPC, into one input.
 #[test]
 fn the_python_sdk_logs_into_the_input() {
     let Some(python) = net_support::otel_python() else {
         return;
     };
-    let (mut r, out, port) = start("sdk");
+    let (mut r, out, port, grpc_port) = start_with("sdk", "");
     let n = 50;
-    sdk_sends(&python, "send_logs.py", port, "logs", n);
-    let events = lines(&r.wait_lines(&out, n, 60));
-    assert_eq!(events.len(), n);
-    let mut ids: Vec<i64> = Vec::new();
-    for e in &events {
-        let id = e["attributes"]["order.id"].as_i64().unwrap();
-        ids.push(id);
-        assert_eq!(e["message"], format!("order {id} shipped"), "{e}");
-        assert_eq!(e["attributes"]["order.total"], id as f64 * 1.5, "{e}");
-        assert_eq!(e["log"]["level"], "WARN", "{e}");
-        assert_eq!(e["severity_number"], 13, "{e}");
-        assert_eq!(e["resource"]["attributes"]["service.name"], "shop", "{e}");
-        assert_eq!(
-            e["resource"]["attributes"]["telemetry.sdk.language"],
-            "python"
-        );
-        assert_eq!(e["scope"]["name"], "shop.orders", "{e}");
-        assert!(e["@timestamp"].as_str().unwrap().starts_with("20"), "{e}");
+    for (round, grpc) in [false, true].into_iter().enumerate() {
+        let p = if grpc { grpc_port } else { port };
+        sdk_sends(&python, "send_logs.py", p, "logs", n, grpc);
+        let all = lines(&r.wait_lines(&out, n * (round + 1), 60));
+        let events = &all[n * round..];
+        assert_eq!(events.len(), n, "grpc: {grpc}");
+        let mut ids: Vec<i64> = Vec::new();
+        for e in events {
+            let id = e["attributes"]["order.id"].as_i64().unwrap();
+            ids.push(id);
+            assert_eq!(e["message"], format!("order {id} shipped"), "{e}");
+            assert_eq!(e["attributes"]["order.total"], id as f64 * 1.5, "{e}");
+            assert_eq!(e["log"]["level"], "WARN", "{e}");
+            assert_eq!(e["severity_number"], 13, "{e}");
+            assert_eq!(e["resource"]["attributes"]["service.name"], "shop", "{e}");
+            assert_eq!(
+                e["resource"]["attributes"]["telemetry.sdk.language"],
+                "python"
+            );
+            assert_eq!(e["scope"]["name"], "shop.orders", "{e}");
+            assert!(e["@timestamp"].as_str().unwrap().starts_with("20"), "{e}");
+        }
+        ids.sort();
+        assert_eq!(ids, (0..n as i64).collect::<Vec<_>>(), "grpc: {grpc}");
     }
-    ids.sort();
-    assert_eq!(ids, (0..n as i64).collect::<Vec<_>>());
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
 }
 
-/// Spans from the SDK: one event per span, the child pointing at its parent, its event and
-/// its failed status with it.
+/// Spans from the SDK, over OTLP/HTTP and over OTLP/gRPC: one event per span, the child
+/// pointing at its parent, its event and its failed status with it.
 #[test]
 fn the_python_sdk_sends_traces_into_the_input() {
     let Some(python) = net_support::otel_python() else {
         return;
     };
-    let (mut r, out, port) = start("traces");
+    let (mut r, out, port, grpc_port) = start_with("traces", "");
     let n = 20;
-    sdk_sends(&python, "send_traces.py", port, "traces", n);
-    let events = lines(&r.wait_lines(&out, 2 * n, 60));
+    sdk_sends(&python, "send_traces.py", port, "traces", n, false);
+    sdk_sends(&python, "send_traces.py", grpc_port, "traces", n, true);
+    let events = lines(&r.wait_lines(&out, 4 * n, 60));
     let by_name = |name: &str| -> Vec<&serde_json::Value> {
         events.iter().filter(|e| e["name"] == name).collect()
     };
     let (parents, children) = (by_name("checkout"), by_name("charge"));
-    assert_eq!((parents.len(), children.len()), (n, n));
+    assert_eq!((parents.len(), children.len()), (2 * n, 2 * n));
     let mut orders: Vec<i64> = Vec::new();
     for p in &parents {
         orders.push(p["attributes"]["order.id"].as_i64().unwrap());
@@ -140,7 +161,8 @@ fn the_python_sdk_sends_traces_into_the_input() {
         assert_eq!(child["events"][0]["attributes"]["attempt"], 1, "{child}");
     }
     orders.sort();
-    assert_eq!(orders, (0..n as i64).collect::<Vec<_>>());
+    let twice: Vec<i64> = (0..n as i64).flat_map(|i| [i, i]).collect();
+    assert_eq!(orders, twice, "each order once over each protocol");
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
 }
@@ -153,7 +175,7 @@ fn a_blocked_pipeline_answers_429_with_retry_after() {
     let dir = temp_dir("otlp", "busy");
     let port = free_port();
     let config = format!(
-        r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" threads => 1 max_pending_requests => 2 }} }}
+        r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" grpc => false threads => 1 max_pending_requests => 2 }} }}
            output {{ stdout {{ codec => line {{ format => "%{{message}}" }} }} }}"#
     );
     let mut r = Run::start(
@@ -273,6 +295,71 @@ fn json_bodies_and_bad_requests() {
     assert_eq!(e["trace"]["id"], "5b8efff798038103d269b633813fc60c");
     assert_eq!(e["span"]["id"], "eee19b7ec3c1b174");
     assert_eq!(e["resource"]["attributes"]["service.name"], "api");
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}
+
+/// Runs one gRPC call with grpcio (`tests/otlp/grpc_call.py`): the status's name and details.
+fn grpc_call(python: &Path, port: u16, method: &str, body_hex: &str, auth: Option<&str>) -> String {
+    let mut cmd = Command::new(python);
+    cmd.arg(format!(
+        "{}/tests/otlp/grpc_call.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .arg(format!("127.0.0.1:{port}"))
+    .arg(method)
+    .arg(body_hex);
+    if let Some(a) = auth {
+        cmd.arg(a);
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "grpc_call.py: {err}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+const LOGS: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
+
+/// One record whose body is "hi", as an `ExportLogsServiceRequest`.
+const ONE_RECORD: &str = "0a0a120812062a040a026869";
+
+/// What is no OTLP/gRPC call gets gRPC's status for it (INVALID_ARGUMENT for bytes that
+/// are no request, UNIMPLEMENTED for metrics and unknown methods, UNAUTHENTICATED without
+/// the credentials), counted, and the input serves on.
+#[test]
+fn grpc_calls_and_refusals() {
+    let Some(python) = net_support::otel_python() else {
+        return;
+    };
+    let (mut r, out, _, grpc_port) = start_with("grpc", "");
+    let call = |method: &str, body: &str| grpc_call(&python, grpc_port, method, body, None);
+    let garbage = call(LOGS, "0a0512");
+    assert!(
+        garbage.starts_with("INVALID_ARGUMENT not an OTLP logs request"),
+        "{garbage}"
+    );
+    let metrics = call(
+        "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+        "",
+    );
+    assert!(metrics.starts_with("UNIMPLEMENTED"), "{metrics}");
+    let unknown = call("/some.Service/Call", "");
+    assert!(
+        unknown.starts_with("UNIMPLEMENTED no such OTLP method"),
+        "{unknown}"
+    );
+    assert_eq!(call(LOGS, ONE_RECORD), "OK");
+    let e = &lines(&r.wait_lines(&out, 1, 30))[0];
+    assert_eq!(e["message"], "hi", "{e}");
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+
+    let (mut r, out, _, grpc_port) = start_with("grpc-auth", r#"user => "u" password => "p""#);
+    let call = |auth| grpc_call(&python, grpc_port, LOGS, ONE_RECORD, auth);
+    assert!(call(None).starts_with("UNAUTHENTICATED"));
+    assert!(call(Some("Basic dTp4")).starts_with("UNAUTHENTICATED"));
+    assert_eq!(call(Some("Basic dTpw")), "OK");
+    assert_eq!(lines(&r.wait_lines(&out, 1, 30)).len(), 1);
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
 }

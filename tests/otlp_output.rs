@@ -62,15 +62,17 @@ fn collector(bin: &Path, dir: &Path, sections: &str, pipelines: &str) -> Collect
     Collector(child)
 }
 
-/// A collector receiving OTLP/HTTP on `port` and writing what it gets to `logs.json` and
-/// `traces.json` in `dir` (its file exporter: one export request per line, OTLP/JSON).
-fn collector_to_files(bin: &Path, dir: &Path, port: u16) -> Collector {
+/// A collector receiving OTLP/HTTP on `port` and OTLP/gRPC on `grpc_port`, and writing what
+/// it gets to `logs.json` and `traces.json` in `dir` (its file exporter: one export request
+/// per line, OTLP/JSON).
+fn collector_to_files(bin: &Path, dir: &Path, port: u16, grpc_port: u16) -> Collector {
     let d = dir.display();
     collector(
         bin,
         dir,
         &format!(
-            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n      \
+             grpc:\n        endpoint: 127.0.0.1:{grpc_port}\n\
              exporters:\n  file/logs:\n    path: {d}/logs.json\n    flush_interval: 100ms\n  \
              file/traces:\n    path: {d}/traces.json\n    flush_interval: 100ms\n"
         ),
@@ -204,13 +206,15 @@ fn check_generated_spans(spans: &[J]) {
 #[test]
 fn sluice_sends_logs_and_spans_to_the_collector() {
     let Some(bin) = otelcol() else { return };
-    for protocol in ["http/protobuf", "http/json"] {
+    for protocol in ["http/protobuf", "http/json", "grpc"] {
         let dir = temp_dir("otlp-out", &protocol.replace('/', "-"));
-        let port = free_port();
-        let _c = collector_to_files(&bin, &dir, port);
+        let (port, grpc_port) = (free_port(), free_port());
+        let _c = collector_to_files(&bin, &dir, port, grpc_port);
         net_support::wait_listening(port, 30);
+        net_support::wait_listening(grpc_port, 30);
         let (n, spans) = (300, 5);
-        let output = format!(r#"url => "http://127.0.0.1:{port}" protocol => "{protocol}""#);
+        let to = if protocol == "grpc" { grpc_port } else { port };
+        let output = format!(r#"url => "http://127.0.0.1:{to}" protocol => "{protocol}""#);
         let mut r = Run::start(
             &dir,
             "",
@@ -253,15 +257,15 @@ fn a_collector_that_comes_up_late_gets_every_record() {
         Stdio::null(),
     );
     r.wait_log("retrying", 30);
-    let _c = collector_to_files(&bin, &dir, port);
+    let _c = collector_to_files(&bin, &dir, port, free_port());
     let log = || r.log();
     let records = wait_items(&dir.join("logs.json"), "logRecords", n, 90, &log);
     check_generated_logs(&records, n);
     assert!(r.exit(60).success(), "{}", r.log());
 }
 
-/// The SDK logs into the collector; the collector's own OTLP/HTTP exporter sends to
-/// sluice's input.
+/// The SDK logs into the collector; the collector's own OTLP/HTTP and OTLP/gRPC exporters
+/// each send every record to sluice's input.
 #[test]
 fn the_collector_sends_to_sluice() {
     let Some(bin) = otelcol() else { return };
@@ -269,23 +273,25 @@ fn the_collector_sends_to_sluice() {
         return;
     };
     let dir = temp_dir("otlp-out", "collector-in");
-    let (cport, sport) = (free_port(), free_port());
+    let (cport, sport, gport) = (free_port(), free_port(), free_port());
     let out = dir.join("out.json");
     let config = format!(
-        r#"input {{ opentelemetry {{ port => {sport} host => "127.0.0.1" }} }}
+        r#"input {{ opentelemetry {{ port => {sport} grpc_port => {gport} host => "127.0.0.1" }} }}
            output {{ file {{ path => "{}" }} }}"#,
         out.display()
     );
     let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
     net_support::wait_listening(sport, 30);
+    net_support::wait_listening(gport, 30);
     let _c = collector(
         &bin,
         &dir,
         &format!(
             "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{cport}\n\
-             exporters:\n  otlp_http:\n    endpoint: http://127.0.0.1:{sport}\n"
+             exporters:\n  otlp_http:\n    endpoint: http://127.0.0.1:{sport}\n  \
+             otlp_grpc:\n    endpoint: 127.0.0.1:{gport}\n    tls:\n      insecure: true\n"
         ),
-        "    logs:\n      receivers: [otlp]\n      exporters: [otlp_http]\n",
+        "    logs:\n      receivers: [otlp]\n      exporters: [otlp_http, otlp_grpc]\n",
     );
     net_support::wait_listening(cport, 30);
     let n = 40;
@@ -303,7 +309,7 @@ fn the_collector_sends_to_sluice() {
         "{}",
         String::from_utf8_lossy(&sent.stderr)
     );
-    let text = r.wait_lines(&out, n, 60);
+    let text = r.wait_lines(&out, 2 * n, 60);
     let mut ids: Vec<i64> = Vec::new();
     for line in text.lines() {
         let e: J = serde_json::from_str(line).unwrap();
@@ -319,7 +325,8 @@ fn the_collector_sends_to_sluice() {
         assert_eq!(e["scope"]["name"], "shop.orders", "{e}");
     }
     ids.sort();
-    assert_eq!(ids, (0..n as i64).collect::<Vec<_>>());
+    let twice: Vec<i64> = (0..n as i64).flat_map(|i| [i, i]).collect();
+    assert_eq!(ids, twice, "each record once through each exporter");
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
 }
@@ -338,7 +345,7 @@ fn sluice_to_sluice_keeps_every_mapped_field() {
         let port = free_port();
         let out = dir.join("out.json");
         let receiver = format!(
-            r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" }} }}
+            r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" grpc => false }} }}
                output {{ file {{ path => "{}" }} }}"#,
             out.display()
         );
@@ -377,10 +384,23 @@ fn sluice_to_sluice_keeps_every_mapped_field() {
 /// and sends again, and once the receiver drains every record is there, once.
 #[test]
 fn a_busy_receiver_gets_every_record_in_the_end() {
-    let dir = temp_dir("otlp-out", "busy");
-    let port = free_port();
+    for protocol in ["http/protobuf", "grpc"] {
+        busy_receiver(protocol);
+    }
+}
+
+/// Over `protocol`: HTTP's 429 with `Retry-After`, or gRPC's RESOURCE_EXHAUSTED with a
+/// `RetryInfo`.
+fn busy_receiver(protocol: &str) {
+    let dir = temp_dir("otlp-out", &format!("busy-{}", protocol.replace('/', "-")));
+    let (http_port, grpc_port) = (free_port(), free_port());
+    let port = if protocol == "grpc" {
+        grpc_port
+    } else {
+        http_port
+    };
     let receiver = format!(
-        r#"input {{ opentelemetry {{ port => {port} host => "127.0.0.1" threads => 1 max_pending_requests => 1 }} }}
+        r#"input {{ opentelemetry {{ port => {http_port} grpc_port => {grpc_port} host => "127.0.0.1" threads => 1 max_pending_requests => 1 }} }}
            output {{ stdout {{ codec => line {{ format => "%{{[attributes][event.sequence]}} %{{message}}" }} }} }}"#
     );
     let rdir = dir.join("receiver");
@@ -397,7 +417,7 @@ fn a_busy_receiver_gets_every_record_in_the_end() {
     let n = 400;
     let sender = format!(
         r#"input {{ generator {{ count => {n} message => "{}" }} }}
-           output {{ opentelemetry {{ url => "http://127.0.0.1:{port}" }} }}"#,
+           output {{ opentelemetry {{ url => "http://127.0.0.1:{port}" protocol => "{protocol}" }} }}"#,
         "x".repeat(2000)
     );
     let sender_settings = "pipeline.workers: 4\npipeline.batch.size: 20\n";
@@ -409,7 +429,12 @@ fn a_busy_receiver_gets_every_record_in_the_end() {
         Stdio::null(),
         Stdio::null(),
     );
-    sender.wait_log("429", 60);
+    let busy = if protocol == "grpc" {
+        "gRPC status 8"
+    } else {
+        "429"
+    };
+    sender.wait_log(busy, 60);
     let reader = receiver.read_stdout();
     assert!(sender.exit(120).success(), "{}", sender.log());
     std::thread::sleep(Duration::from_millis(500));

@@ -56,7 +56,7 @@ pub fn otel_python() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| {
             let home = std::env::var_os("HOME")?;
-            Some(PathBuf::from(home).join(".cache/sluice/otel-python-1.45.2/bin/python"))
+            Some(PathBuf::from(home).join(".cache/sluice/otel-python-1.45.2-grpc/bin/python"))
         })
         .filter(|p| p.exists());
     if p.is_none() {

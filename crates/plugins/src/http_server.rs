@@ -100,6 +100,66 @@ where
     })
 }
 
+/// Runs an HTTP server input with a second listener, `h2`, that speaks HTTP/2 without TLS's
+/// negotiation or with it (ALPN `h2`): gRPC. `handle` answers the first's requests,
+/// `h2_handle` the second's, both with the input's `shared` state, until the pipeline stops.
+pub fn run_with_h2<S, H, Fut, G, Gut, B>(
+    listen: &net::Listen,
+    h2: &net::Listen,
+    ctx: &InputContext,
+    shared: &Arc<S>,
+    handle: H,
+    h2_handle: G,
+) -> Result<(), String>
+where
+    S: Send + Sync + 'static,
+    H: Fn(Request<Incoming>, Peer, Arc<S>, InputContext) -> Fut + Copy + Send + Sync + 'static,
+    Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
+    G: Fn(Request<Incoming>, Peer, Arc<S>, InputContext) -> Gut + Copy + Send + Sync + 'static,
+    Gut: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (first, second) = (Arc::clone(shared), Arc::clone(shared));
+    let input = listen.input;
+    listen.run_with(
+        h2,
+        ctx,
+        move |conn, peer, ctx| {
+            let shared = Arc::clone(&first);
+            let answer = move |req, peer, ctx| handle(req, peer, Arc::clone(&shared), ctx);
+            serve(input, conn, peer, ctx, answer)
+        },
+        move |conn, peer, ctx| {
+            let shared = Arc::clone(&second);
+            let answer = move |req, peer, ctx| h2_handle(req, peer, Arc::clone(&shared), ctx);
+            serve_h2(input, conn, peer, ctx, answer)
+        },
+    )
+}
+
+/// Serves HTTP/2 on one connection, each request (stream) answered by `handle`, until the
+/// client closes it or the pipeline stops (then streams under way are answered and it
+/// closes with a GOAWAY).
+pub async fn serve_h2<H, Fut, B>(
+    input: &'static str,
+    conn: Box<dyn Conn>,
+    peer: Peer,
+    ctx: InputContext,
+    handle: H,
+) where
+    H: Fn(Request<Incoming>, Peer, InputContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let service = service(handle, peer, ctx.clone());
+    let mut http = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    http.timer(hyper_util::rt::TokioTimer::new());
+    let served = http.serve_connection(TokioIo::new(conn), service);
+    until_stopped(input, served, &ctx).await;
+}
+
 /// Serves HTTP/1.1 on one connection, each request answered by `handle`, until the client
 /// closes it or the pipeline stops (then requests under way are answered and it closes).
 pub async fn serve<H, Fut>(
@@ -112,19 +172,76 @@ pub async fn serve<H, Fut>(
     H: Fn(Request<Incoming>, Peer, InputContext) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
-    let stop_ctx = ctx.clone();
-    let service = hyper::service::service_fn(move |req| {
-        let (handle, peer, ctx) = (handle.clone(), peer.clone(), ctx.clone());
-        async move { Ok::<_, Infallible>(handle(req, peer, ctx).await) }
-    });
+    let service = service(handle, peer, ctx.clone());
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(Duration::from_secs(30));
-    let mut served = std::pin::pin!(http.serve_connection(TokioIo::new(conn), service));
+    let served = http.serve_connection(TokioIo::new(conn), service);
+    until_stopped(input, served, &ctx).await;
+}
+
+/// `handle` as a hyper service of one connection.
+fn service<H, Fut, B>(
+    handle: H,
+    peer: Peer,
+    ctx: InputContext,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<B>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<B>, Infallible>> + Send,
+> + Clone
+where
+    H: Fn(Request<Incoming>, Peer, InputContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body,
+{
+    hyper::service::service_fn(move |req| {
+        let (handle, peer, ctx) = (handle.clone(), peer.clone(), ctx.clone());
+        async move { Ok::<_, Infallible>(handle(req, peer, ctx).await) }
+    })
+}
+
+/// A served connection of either HTTP version: it can be told to finish what it has.
+trait Graceful: Future<Output = Result<(), hyper::Error>> {
+    fn graceful(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S> Graceful for hyper::server::conn::http1::Connection<I, S>
+where
+    Self: Future<Output = Result<(), hyper::Error>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S: hyper::service::HttpService<Incoming>,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn graceful(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S, E> Graceful for hyper::server::conn::http2::Connection<I, S, E>
+where
+    Self: Future<Output = Result<(), hyper::Error>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S: hyper::service::HttpService<Incoming>,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+{
+    fn graceful(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+/// Runs a served connection until it ends, or until the pipeline stops: then it finishes the
+/// requests under way and closes.
+async fn until_stopped(input: &str, served: impl Graceful, ctx: &InputContext) {
+    let mut served = std::pin::pin!(served);
     let ended = tokio::select! {
         r = served.as_mut() => r,
-        _ = stop_ctx.stopped() => {
-            served.as_mut().graceful_shutdown();
+        _ = ctx.stopped() => {
+            served.as_mut().graceful();
             served.await
         }
     };

@@ -85,6 +85,46 @@ impl Listen {
         rt.shutdown_timeout(Duration::from_secs(1));
         result
     }
+
+    /// As [`Listen::run`], for an input with a second listener (`other`, another port and
+    /// protocol) on the same runtime: both are bound before either serves, so that a port in
+    /// use fails the input at once; each connection of `other` runs `other_handle`.
+    pub fn run_with<F, Fut, G, Gut>(
+        &self,
+        other: &Listen,
+        ctx: &InputContext,
+        handle: F,
+        other_handle: G,
+    ) -> Result<(), String>
+    where
+        F: Fn(Box<dyn Conn>, Peer, InputContext) -> Fut + Clone + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+        G: Fn(Box<dyn Conn>, Peer, InputContext) -> Gut + Clone + Send + 'static,
+        Gut: Future<Output = ()> + Send + 'static,
+    {
+        let rt = runtime(self.input, self.threads)?;
+        let result = rt.block_on(async {
+            let first = bind(self.input, &self.host, self.port).await?;
+            let second = bind(other.input, &other.host, other.port).await?;
+            for l in [self, other] {
+                tracing::info!(address = %format!("{}:{}", l.host, l.port), tls = l.tls.is_some(), "{} input listening", l.input);
+            }
+            tokio::join!(
+                serve(self.input, first, self.tls.clone(), self.keep_alive, ctx, handle),
+                serve(
+                    other.input,
+                    second,
+                    other.tls.clone(),
+                    other.keep_alive,
+                    ctx,
+                    other_handle
+                ),
+            );
+            Ok(())
+        });
+        rt.shutdown_timeout(Duration::from_secs(1));
+        result
+    }
 }
 
 /// A multi-threaded runtime for one input's connections (`threads` workers).

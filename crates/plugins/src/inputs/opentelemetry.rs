@@ -1,19 +1,26 @@
-//! `opentelemetry`: OTLP/HTTP logs and traces in (OpenTelemetry's protocol, as SDKs and
-//! collectors send it). `POST /v1/logs` with an `ExportLogsServiceRequest`, `POST /v1/traces`
-//! with an `ExportTraceServiceRequest`, in protobuf (`application/x-protobuf`) or JSON
-//! (`application/json`), gzip or not. Each log record becomes one event in the shape
-//! [`crate::otlp::logs`] describes, each span one in [`crate::otlp::traces`]'s. The answer (an
-//! empty `Export*ServiceResponse` in the request's encoding) goes out once the request's
-//! events are in the pipeline's queue, so a sender that got its 200 can forget them.
+//! `opentelemetry`: OTLP logs and traces in (OpenTelemetry's protocol, as SDKs and collectors
+//! send it), over HTTP and over gRPC.
+//! - OTLP/HTTP on `port` (4318): `POST /v1/logs` with an `ExportLogsServiceRequest`,
+//!   `POST /v1/traces` with an `ExportTraceServiceRequest`, in protobuf
+//!   (`application/x-protobuf`) or JSON (`application/json`), gzip or not.
+//! - OTLP/gRPC on `grpc_port` (4317; `grpc => false` for none): `LogsService/Export` and
+//!   `TraceService/Export` over HTTP/2 ([`crate::otlp::grpc`]), gzip or not; with the `ssl_*`
+//!   options, TLS with ALPN `h2`.
 //!
-//! Options: `host` (0.0.0.0), `port` (4318), `user`/`password` (basic auth), the `ssl_*`
-//! options of every server input, `max_content_length` (64 MiB, before and after gzip is
-//! undone: 413 past it), `max_pending_requests` (200) and `threads`.
+//! Each log record becomes one event in the shape [`crate::otlp::logs`] describes, each span
+//! one in [`crate::otlp::traces`]'s. The answer (an empty `Export*ServiceResponse`) goes out
+//! once the request's events are in the pipeline's queue, so a sender that got it can forget
+//! them.
 //!
-//! Refusals, each counted: a body that is no OTLP request is a 400 whose body (a
-//! `google.rpc.Status`) says where it is wrong, and is not retried by OTLP senders; a wrong
-//! `Content-Type` 415; another method 405; too many requests waiting for a full queue 429
-//! with `Retry-After`, which senders retry; `/v1/metrics` 404 (not taken yet).
+//! Options: `host` (0.0.0.0), `port`, `grpc_port`, `grpc`, `user`/`password` (basic auth, on
+//! both), the `ssl_*` options of every server input, `max_content_length` (64 MiB, before and
+//! after gzip is undone: 413 past it), `max_pending_requests` (200) and `threads`.
+//!
+//! Refusals, each counted: a body that is no OTLP request is a 400 (gRPC: INVALID_ARGUMENT)
+//! whose `google.rpc.Status` says where it is wrong, and is not retried by OTLP senders; a
+//! wrong `Content-Type` 415; another method 405; too many requests waiting for a full queue
+//! 429 with `Retry-After` (gRPC: RESOURCE_EXHAUSTED with a `RetryInfo`), which senders retry;
+//! metrics 404 (gRPC: UNIMPLEMENTED), not taken yet.
 
 use std::sync::Arc;
 
@@ -27,9 +34,12 @@ use sluice_pipeline::{ConfigError, Input, InputContext, Options};
 use crate::http_server::{self, reply};
 use crate::net::{self, Peer};
 use crate::otlp;
+use crate::otlp::grpc;
 
 pub struct OpenTelemetryInput {
     listen: net::Listen,
+    /// OTLP/gRPC's listener (`grpc_port`), unless `grpc => false`.
+    grpc: Option<net::Listen>,
     shared: Arc<Shared>,
 }
 
@@ -43,9 +53,35 @@ struct Shared {
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let settings = http_server::settings(opts, "opentelemetry", 4318, 64 << 20)?;
+    let grpc_port = net::port(opts, "grpc_port", Some(4317))?;
+    let grpc = match opts.boolean_or("grpc", true)? {
+        false => None,
+        true if grpc_port == settings.listen.port => {
+            return Err(opts.error(
+                "grpc_port",
+                format!("is the same as port ({grpc_port}); OTLP/gRPC needs a port of its own (4317 by default), or grpc => false"),
+            ))
+        }
+        true => {
+            let mut tls = settings.listen.tls.clone();
+            // gRPC over TLS is HTTP/2 chosen by ALPN.
+            if let Some(t) = &mut tls {
+                let mut config = (*t.config).clone();
+                config.alpn_protocols = vec![b"h2".to_vec()];
+                t.config = Arc::new(config);
+            }
+            Some(net::Listen {
+                port: grpc_port,
+                tls,
+                host: settings.listen.host.clone(),
+                ..settings.listen
+            })
+        }
+    };
     let max = settings.max_content_length;
     let threads = settings.listen.threads;
     Ok(Box::new(OpenTelemetryInput {
+        grpc,
         listen: settings.listen,
         shared: Arc::new(Shared {
             auth: settings.auth,
@@ -63,7 +99,12 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 
 impl Input for OpenTelemetryInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
-        http_server::run(&self.listen, ctx, &self.shared, handle)
+        match &self.grpc {
+            None => http_server::run(&self.listen, ctx, &self.shared, handle),
+            Some(grpc) => {
+                http_server::run_with_h2(&self.listen, grpc, ctx, &self.shared, handle, handle_grpc)
+            }
+        }
     }
 
     fn counters(&self) -> Option<Arc<NamedCounters>> {
@@ -151,6 +192,7 @@ fn status(
         Encoding::Protobuf => prost::Message::encode_to_vec(&otlp::proto::Status {
             code: grpc_code,
             message,
+            details: Vec::new(),
         }),
         Encoding::Json => serde_json::json!({ "code": grpc_code, "message": message })
             .to_string()
@@ -227,6 +269,45 @@ async fn handle(
         Ok(t) => t,
         Err(refused) => return refused,
     };
+    match ingest(signal, encoding, body, &shared, &ctx).await {
+        Ok(()) => {}
+        Err(Failed::Invalid(message)) => {
+            return status(StatusCode::BAD_REQUEST, 3, message, encoding);
+        }
+        Err(Failed::Stopping) => {
+            return status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                14,
+                "the pipeline is stopping".into(),
+                encoding,
+            );
+        }
+    }
+    // A full success: an ExportLogsServiceResponse without a partial success.
+    let body = match encoding {
+        Encoding::Protobuf => Vec::new(),
+        Encoding::Json => b"{}".to_vec(),
+    };
+    answer(StatusCode::OK, encoding, body)
+}
+
+/// Why a request's records were not queued.
+enum Failed {
+    /// The body is no such request: what is wrong, and where.
+    Invalid(String),
+    Stopping,
+}
+
+/// Decodes `body` (an export request of `signal` in `encoding`), makes its events and queues
+/// them; counts what it took or refused.
+async fn ingest(
+    signal: Signal,
+    encoding: Encoding,
+    body: Vec<u8>,
+    shared: &Shared,
+    ctx: &InputContext,
+) -> Result<(), Failed> {
+    let c = &shared.counters;
     let mut events: Vec<Event> = Vec::new();
     let decoded = match (signal, encoding) {
         (Signal::Logs, Encoding::Protobuf) => otlp::logs::decode(&body)
@@ -249,28 +330,112 @@ async fn handle(
             c.add("requests.rejected_invalid", 1);
             let what = signal.request();
             tracing::debug!(error = %e, "opentelemetry input: a request that is no {what}");
-            return status(
-                StatusCode::BAD_REQUEST,
-                3,
-                format!("not an {what}: {e}"),
-                encoding,
-            );
+            return Err(Failed::Invalid(format!("not an {what}: {e}")));
         }
     };
-    if net::push(&ctx, events).await.is_err() {
-        return status(
-            StatusCode::SERVICE_UNAVAILABLE,
-            14,
-            "the pipeline is stopping".into(),
-            encoding,
-        );
+    if net::push(ctx, events).await.is_err() {
+        return Err(Failed::Stopping);
     }
     c.add("requests.accepted", 1);
     c.add(signal.counter(), n as u64);
-    // A full success: an ExportLogsServiceResponse without a partial success.
-    let body = match encoding {
-        Encoding::Protobuf => Vec::new(),
-        Encoding::Json => b"{}".to_vec(),
+    Ok(())
+}
+
+/// An OTLP/gRPC call (`LogsService/Export` or `TraceService/Export`), answered as
+/// [`handle`] answers OTLP/HTTP, in gRPC's statuses: INVALID_ARGUMENT for a message that is
+/// no request, RESOURCE_EXHAUSTED with a `RetryInfo` of 1 s when too many calls wait for a
+/// full queue, UNAUTHENTICATED for wrong credentials, UNIMPLEMENTED for metrics.
+async fn handle_grpc(
+    req: Request<Incoming>,
+    _peer: Peer,
+    shared: Arc<Shared>,
+    ctx: InputContext,
+) -> Response<grpc::GrpcBody> {
+    let c = &shared.counters;
+    let signal = match req.uri().path() {
+        grpc::LOGS_EXPORT => Signal::Logs,
+        grpc::TRACES_EXPORT => Signal::Traces,
+        grpc::METRICS_EXPORT => {
+            return grpc::error(
+                grpc::code::UNIMPLEMENTED,
+                "this input takes logs and traces; metrics are not taken yet",
+                None,
+            )
+        }
+        other => {
+            return grpc::error(
+                grpc::code::UNIMPLEMENTED,
+                &format!("no such OTLP method: {other}"),
+                None,
+            )
+        }
     };
-    answer(StatusCode::OK, encoding, body)
+    let content_type = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if req.method() != Method::POST || !content_type.starts_with("application/grpc") {
+        return grpc::error(
+            grpc::code::INTERNAL,
+            "gRPC calls are POSTs of application/grpc",
+            None,
+        );
+    }
+    let Ok(_permit) = Arc::clone(&shared.pending).try_acquire_owned() else {
+        c.add("requests.rejected_busy", 1);
+        return grpc::error(
+            grpc::code::RESOURCE_EXHAUSTED,
+            "too many requests are waiting for the pipeline's queue",
+            Some(std::time::Duration::from_secs(1)),
+        );
+    };
+    if let Some(expected) = shared.auth.as_deref() {
+        let given = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if given != Some(expected) {
+            c.add("requests.rejected_auth", 1);
+            return grpc::error(grpc::code::UNAUTHENTICATED, "unauthorized", None);
+        }
+    }
+    let encoding = req
+        .headers()
+        .get("grpc-encoding")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let limit = shared.max_content_length;
+    let (_, body, _held) = match http_server::take_body(req, limit, &shared.body_bytes, c).await {
+        Ok(t) => t,
+        Err(refused) => {
+            let (code, retry) = match refused.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => (grpc::code::RESOURCE_EXHAUSTED, None),
+                StatusCode::REQUEST_TIMEOUT => (grpc::code::DEADLINE_EXCEEDED, None),
+                StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => (
+                    grpc::code::RESOURCE_EXHAUSTED,
+                    Some(std::time::Duration::from_secs(1)),
+                ),
+                _ => (grpc::code::INTERNAL, None),
+            };
+            let reason = refused.status().canonical_reason().unwrap_or("refused");
+            return grpc::error(code, &format!("request body refused: {reason}"), retry);
+        }
+    };
+    let message = match grpc::unframe(&body, encoding.as_deref(), limit) {
+        Ok(m) => m,
+        Err((code, message)) => {
+            c.add("requests.rejected_invalid", 1);
+            return grpc::error(code, &message, None);
+        }
+    };
+    drop(body);
+    match ingest(signal, Encoding::Protobuf, message, &shared, &ctx).await {
+        // A full success: an empty Export*ServiceResponse.
+        Ok(()) => grpc::ok(&[]),
+        Err(Failed::Invalid(m)) => grpc::error(grpc::code::INVALID_ARGUMENT, &m, None),
+        Err(Failed::Stopping) => {
+            grpc::error(grpc::code::UNAVAILABLE, "the pipeline is stopping", None)
+        }
+    }
 }

@@ -14,6 +14,7 @@
 
 pub mod export;
 mod fields;
+pub mod grpc;
 pub mod json;
 pub mod logs;
 pub mod proto;

@@ -144,7 +144,8 @@ pub struct ExportLogsPartialSuccess {
     pub error_message: String,
 }
 
-/// `google.rpc.Status`: the body of an OTLP/HTTP error answer (its `details` left out).
+/// `google.rpc.Status`: the body of an OTLP/HTTP error answer, and gRPC's
+/// `grpc-status-details-bin`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Status {
     /// A gRPC status code (3: invalid argument, 8: resource exhausted, 14: unavailable).
@@ -152,6 +153,34 @@ pub struct Status {
     pub code: i32,
     #[prost(string, tag = "2")]
     pub message: String,
+    #[prost(message, repeated, tag = "3")]
+    pub details: Vec<ProtoAny>,
+}
+
+/// `google.protobuf.Any`: a message of the type `type_url` names.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProtoAny {
+    #[prost(string, tag = "1")]
+    pub type_url: String,
+    #[prost(bytes = "vec", tag = "2")]
+    pub value: Vec<u8>,
+}
+
+/// `google.rpc.RetryInfo`: how long a client should wait before it sends again (with
+/// RESOURCE_EXHAUSTED, OTLP/gRPC's clients retry only when it is there).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    pub retry_delay: Option<ProtoDuration>,
+}
+
+/// `google.protobuf.Duration`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProtoDuration {
+    #[prost(int64, tag = "1")]
+    pub seconds: i64,
+    #[prost(int32, tag = "2")]
+    pub nanos: i32,
 }
 
 /// `collector.trace.v1.ExportTraceServiceRequest` (the same fields as `trace.v1.TracesData`).

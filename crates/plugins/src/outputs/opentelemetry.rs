@@ -1,16 +1,19 @@
-//! `opentelemetry`: sends events as OTLP over HTTP, to an OpenTelemetry Collector, to
-//! Elasticsearch's `/_otlp`, or to another sluice's `opentelemetry` input.
+//! `opentelemetry`: sends events as OTLP, over HTTP or gRPC, to an OpenTelemetry Collector,
+//! to Elasticsearch's `/_otlp`, or to another sluice's `opentelemetry` input.
 //!
 //! Each batch a worker hands over becomes one export request ([`crate::otlp::export`]: the
 //! input's mapping read backwards; any other event a log record with `message` as its body and
-//! its other fields as attributes), encoded as protobuf or JSON, gzip-compressed, and POSTed
-//! to `url` + `/v1/logs` (or `/v1/traces` with `signal => "traces"`).
+//! its other fields as attributes), encoded as protobuf or JSON and gzip-compressed, then
+//! POSTed to `url` + `/v1/logs` (or `/v1/traces` with `signal => "traces"`), or with
+//! `protocol => "grpc"` sent as a `LogsService/Export` (`TraceService/Export`) call over one
+//! HTTP/2 connection ([`crate::otlp::grpc::Client`]).
 //!
-//! Answers, as OTLP/HTTP defines them:
-//! - 2xx: sent. A partial success (records the receiver rejected) is counted and logged.
-//! - 429, 502, 503, 504, or no answer: sent again after `Retry-After` when the answer has
-//!   one, else after a back-off (1 s doubling to 30 s), until it goes through or the pipeline
-//!   stops (then the batch stays in the queue).
+//! Answers, as OTLP defines them:
+//! - 2xx / OK: sent. A partial success (records the receiver rejected) is counted and logged.
+//! - 429, 502, 503, 504, gRPC's UNAVAILABLE (and the other retryable codes), RESOURCE_EXHAUSTED
+//!   with a `RetryInfo`, or no answer: sent again after `Retry-After` (the `RetryInfo`'s delay)
+//!   when the answer has one, else after a back-off (1 s doubling to 30 s), until it goes
+//!   through or the pipeline stops (then the batch stays in the queue).
 //! - 413: the request is split in two halves, each sent on its own, down to one record.
 //! - any other status: the receiver refused the data for good; the records are dropped,
 //!   counted and logged with the receiver's message.
@@ -25,8 +28,14 @@ use sluice_event::Event;
 use sluice_pipeline::metrics::NamedCounters;
 use sluice_pipeline::{ConfigError, Options, Output, OutputError, WriteContext};
 
-use crate::otlp::{export, json, proto};
+use crate::otlp::{export, grpc, json, proto};
 use crate::retry::{Backoff, Outage};
+
+/// OTLP/HTTP (a pool of keep-alive connections) or OTLP/gRPC (one HTTP/2 connection).
+enum Transport {
+    Http(ureq::Agent),
+    Grpc(grpc::Client),
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Signal {
@@ -40,26 +49,25 @@ pub struct OtlpOutput {
     json: bool,
     gzip: bool,
     headers: Vec<(String, String)>,
-    agent: ureq::Agent,
+    transport: Transport,
     outage: Outage,
     counters: Arc<NamedCounters>,
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
-    let base = opts
-        .string("url")?
-        .unwrap_or_else(|| "http://localhost:4318".to_owned());
     let protocol = opts.choice(
         "protocol",
         &["http/protobuf", "http/json", "grpc"],
         "http/protobuf",
     )?;
-    if protocol == "grpc" {
-        return Err(opts.error(
-            "protocol",
-            "\"grpc\" is not supported yet; use \"http/protobuf\" (OTLP/HTTP, port 4318)",
-        ));
-    }
+    let grpc = protocol == "grpc";
+    let base = opts.string("url")?.unwrap_or_else(|| {
+        match grpc {
+            true => "http://localhost:4317",
+            false => "http://localhost:4318",
+        }
+        .to_owned()
+    });
     let signal = match opts.choice("signal", &["logs", "traces"], "logs")?.as_str() {
         "traces" => Signal::Traces,
         _ => Signal::Logs,
@@ -69,7 +77,9 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         Signal::Logs => "/v1/logs",
         Signal::Traces => "/v1/traces",
     };
-    let url = if base.ends_with(path) {
+    let url = if grpc {
+        base.trim_end_matches('/').to_owned()
+    } else if base.ends_with(path) {
         base.clone()
     } else {
         format!("{}{path}", base.trim_end_matches('/'))
@@ -98,20 +108,21 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         crate::tls::Names::Elasticsearch,
         url.starts_with("https://"),
     )?;
-    let agent = crate::http::agent(
-        tls.as_ref(),
-        Duration::from_secs(timeout as u64),
-        pool_max as usize,
-        1,
-    )
-    .map_err(|e| opts.plugin_error(e))?;
+    let timeout = Duration::from_secs(timeout as u64);
+    let transport = if grpc {
+        let client = grpc::Client::new(&url, tls.as_ref(), timeout, headers.clone());
+        Transport::Grpc(client.map_err(|e| opts.error("url", e))?)
+    } else {
+        let agent = crate::http::agent(tls.as_ref(), timeout, pool_max as usize, 1);
+        Transport::Http(agent.map_err(|e| opts.plugin_error(e))?)
+    };
     Ok(Box::new(OtlpOutput {
         url,
         signal,
         json: protocol == "http/json",
         gzip,
         headers,
-        agent,
+        transport,
         outage: Outage::new("opentelemetry output", "the OTLP receiver"),
         counters: Arc::new(NamedCounters::with_paths(&[
             "requests.successes",
@@ -132,8 +143,20 @@ enum Sent {
     TooLarge,
 }
 
+/// One attempt's answer.
+enum Answer {
+    /// Taken; the response message (a partial success, or nothing).
+    Accepted(Vec<u8>),
+    /// Worth sending again: why, and when the receiver asked for it.
+    Retry(String, Option<Duration>),
+    TooLarge,
+    /// Refused for good: the status, and the receiver's message.
+    Refused(String, String),
+}
+
 impl OtlpOutput {
-    /// The request body for `events`: encoded and, with `compression => gzip`, compressed.
+    /// The request body for `events`: encoded, compressed with `compression => gzip`, and for
+    /// gRPC framed.
     fn body(&self, events: &[&Event]) -> Vec<u8> {
         let raw = match (self.signal, self.json) {
             (Signal::Logs, false) => prost::Message::encode_to_vec(&export::logs_request(events)),
@@ -143,15 +166,19 @@ impl OtlpOutput {
             }
             (Signal::Traces, true) => json::encode::traces(&export::traces_request(events)),
         };
-        if !self.gzip {
-            return raw;
+        match (&self.transport, self.gzip) {
+            (Transport::Grpc(_), true) => grpc::frame_gzip(&raw),
+            (Transport::Grpc(_), false) => grpc::frame(&raw),
+            (Transport::Http(_), false) => raw,
+            (Transport::Http(_), true) => {
+                let mut gz = flate2::write::GzEncoder::new(
+                    Vec::with_capacity(raw.len() / 4 + 64),
+                    flate2::Compression::fast(),
+                );
+                gz.write_all(&raw).expect("writing to memory");
+                gz.finish().expect("writing to memory")
+            }
         }
-        let mut gz = flate2::write::GzEncoder::new(
-            Vec::with_capacity(raw.len() / 4 + 64),
-            flate2::Compression::fast(),
-        );
-        gz.write_all(&raw).expect("writing to memory");
-        gz.finish().expect("writing to memory")
     }
 
     /// Sends `events`, splitting on 413; `Err` only when the pipeline stops first.
@@ -183,52 +210,23 @@ impl OtlpOutput {
         let n = events.len() as u64;
         let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
         loop {
-            let mut req = ureq::http::Request::builder()
-                .method("POST")
-                .uri(self.url.as_str())
-                .header("Content-Type", self.content_type());
-            if self.gzip {
-                req = req.header("Content-Encoding", "gzip");
-            }
-            for (k, v) in &self.headers {
-                req = req.header(k.as_str(), v.as_str());
-            }
-            let req = req.body(body.as_slice()).map_err(|e| {
-                OutputError::rejected(format!("opentelemetry output: bad request: {e}"))
-            })?;
-            let (outcome, retry_after) = match self.agent.run(req) {
-                Ok(mut r) => {
-                    let status = r.status().as_u16();
-                    let retry_after = r
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
-                    let answer = r.body_mut().read_to_vec().unwrap_or_default();
-                    match status {
-                        200..=299 => {
-                            self.outage.recovered(&self.url);
-                            self.accepted(n, &answer);
-                            backoff.reset();
-                            return Ok(Sent::Done);
-                        }
-                        413 => return Ok(Sent::TooLarge),
-                        429 | 502 | 503 | 504 => (format!("it answered {status}"), retry_after),
-                        _ => {
-                            self.counters.add("requests.failures", 1);
-                            self.counters.add("records.dropped", n);
-                            tracing::warn!(
-                                url = %self.url,
-                                status,
-                                "opentelemetry output: the receiver refused {n} records for good; they are dropped: {}",
-                                self.message(&answer)
-                            );
-                            return Ok(Sent::Done);
-                        }
-                    }
+            let (outcome, retry_after) = match self.attempt(&body)? {
+                Answer::Accepted(answer) => {
+                    self.outage.recovered(&self.url);
+                    self.accepted(n, &answer);
+                    return Ok(Sent::Done);
                 }
-                Err(e) => (e.to_string(), None),
+                Answer::TooLarge => return Ok(Sent::TooLarge),
+                Answer::Refused(status, message) => {
+                    self.counters.add("requests.failures", 1);
+                    self.counters.add("records.dropped", n);
+                    tracing::warn!(
+                        url = %self.url,
+                        "opentelemetry output: the receiver refused {n} records for good ({status}); they are dropped: {message}"
+                    );
+                    return Ok(Sent::Done);
+                }
+                Answer::Retry(outcome, retry_after) => (outcome, retry_after),
             };
             self.counters.add("requests.retried", 1);
             self.outage.failed(&self.url, &outcome);
@@ -240,6 +238,70 @@ impl OtlpOutput {
                 )));
             }
         }
+    }
+
+    /// Sends `body` once and sorts the answer.
+    fn attempt(&self, body: &[u8]) -> Result<Answer, OutputError> {
+        let agent = match &self.transport {
+            Transport::Http(agent) => agent,
+            Transport::Grpc(client) => {
+                let method = match self.signal {
+                    Signal::Logs => grpc::LOGS_EXPORT,
+                    Signal::Traces => grpc::TRACES_EXPORT,
+                };
+                let reply = match client.call(method, body.to_vec(), self.gzip) {
+                    Ok(r) => r,
+                    Err(e) => return Ok(Answer::Retry(e, None)),
+                };
+                let status = format!("gRPC status {}", reply.code);
+                return Ok(match reply.code {
+                    grpc::code::OK => Answer::Accepted(reply.body),
+                    // CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE and
+                    // DATA_LOSS are retried, as OTLP says; RESOURCE_EXHAUSTED only when the
+                    // receiver said when to come back.
+                    1 | 4 | 10 | 11 | 14 | 15 => Answer::Retry(
+                        format!("it answered {status}: {}", reply.message),
+                        reply.retry_after,
+                    ),
+                    grpc::code::RESOURCE_EXHAUSTED if reply.retry_after.is_some() => Answer::Retry(
+                        format!("it answered {status}: {}", reply.message),
+                        reply.retry_after,
+                    ),
+                    _ => Answer::Refused(status, reply.message),
+                });
+            }
+        };
+        let mut req = ureq::http::Request::builder()
+            .method("POST")
+            .uri(self.url.as_str())
+            .header("Content-Type", self.content_type());
+        if self.gzip {
+            req = req.header("Content-Encoding", "gzip");
+        }
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let req = req.body(body).map_err(|e| {
+            OutputError::rejected(format!("opentelemetry output: bad request: {e}"))
+        })?;
+        let mut r = match agent.run(req) {
+            Ok(r) => r,
+            Err(e) => return Ok(Answer::Retry(e.to_string(), None)),
+        };
+        let status = r.status().as_u16();
+        let retry_after = r
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let answer = r.body_mut().read_to_vec().unwrap_or_default();
+        Ok(match status {
+            200..=299 => Answer::Accepted(answer),
+            413 => Answer::TooLarge,
+            429 | 502 | 503 | 504 => Answer::Retry(format!("it answered {status}"), retry_after),
+            _ => Answer::Refused(format!("HTTP status {status}"), self.message(&answer)),
+        })
     }
 
     fn content_type(&self) -> &'static str {
