@@ -268,9 +268,10 @@ fn json_bodies_and_bad_requests() {
         post(port, "/v1/logs", "PUT", "application/json", b"{}").0,
         405
     );
+    // An empty metrics request: nothing to queue, taken.
     assert_eq!(
         post(port, "/v1/metrics", "POST", "application/json", b"{}").0,
-        404
+        200
     );
     assert_eq!(
         post(port, "/v1/other", "POST", "application/json", b"{}").0,
@@ -324,7 +325,7 @@ const LOGS: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
 const ONE_RECORD: &str = "0a0a120812062a040a026869";
 
 /// What is no OTLP/gRPC call gets gRPC's status for it (INVALID_ARGUMENT for bytes that
-/// are no request, UNIMPLEMENTED for metrics and unknown methods, UNAUTHENTICATED without
+/// are no request, UNIMPLEMENTED for unknown methods, UNAUTHENTICATED without
 /// the credentials), counted, and the input serves on.
 #[test]
 fn grpc_calls_and_refusals() {
@@ -340,9 +341,12 @@ fn grpc_calls_and_refusals() {
     );
     let metrics = call(
         "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
-        "",
+        "0a0512",
     );
-    assert!(metrics.starts_with("UNIMPLEMENTED"), "{metrics}");
+    assert!(
+        metrics.starts_with("INVALID_ARGUMENT not an OTLP metrics request"),
+        "{metrics}"
+    );
     let unknown = call("/some.Service/Call", "");
     assert!(
         unknown.starts_with("UNIMPLEMENTED no such OTLP method"),
@@ -360,6 +364,75 @@ fn grpc_calls_and_refusals() {
     assert!(call(Some("Basic dTp4")).starts_with("UNAUTHENTICATED"));
     assert_eq!(call(Some("Basic dTpw")), "OK");
     assert_eq!(lines(&r.wait_lines(&out, 1, 30)).len(), 1);
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}
+
+/// The SDK's metrics (a counter, a histogram, an up-down counter and an observable gauge),
+/// over OTLP/HTTP and over OTLP/gRPC: one event per data point, each with its metric, value,
+/// attributes and resource.
+#[test]
+fn the_python_sdk_sends_metrics_into_the_input() {
+    let Some(python) = net_support::otel_python() else {
+        return;
+    };
+    let (mut r, out, port, grpc_port) = start_with("metrics", "");
+    for (round, grpc) in [false, true].into_iter().enumerate() {
+        let p = if grpc { grpc_port } else { port };
+        sdk_sends(&python, "send_metrics.py", p, "metrics", 3, grpc);
+        // Per route (3): a counter point, a histogram point, an up-down counter point; and
+        // one gauge point.
+        let all = lines(&r.wait_lines(&out, 10 * (round + 1), 60));
+        let events = &all[10 * round..];
+        let of = |name: &str| -> Vec<&serde_json::Value> {
+            events
+                .iter()
+                .filter(|e| e["metric"]["name"] == name)
+                .collect()
+        };
+        let orders = of("shop.orders");
+        assert_eq!(orders.len(), 3, "grpc: {grpc}: {events:?}");
+        for e in &orders {
+            let route = e["attributes"]["http.route"].as_str().unwrap();
+            let i: i64 = route.trim_start_matches("/r").parse().unwrap();
+            assert_eq!(e["metrics"]["shop.orders"], i + 1, "{e}");
+            assert_eq!(e["metric"]["type"], "sum", "{e}");
+            assert_eq!(e["metric"]["monotonic"], true, "{e}");
+            assert_eq!(e["metric"]["temporality"], "cumulative", "{e}");
+            assert_eq!(e["metric"]["unit"], "{order}", "{e}");
+            assert_eq!(e["resource"]["attributes"]["service.name"], "shop", "{e}");
+            assert_eq!(e["scope"]["name"], "shop.meter", "{e}");
+            assert!(e["start_timestamp"].is_string(), "{e}");
+        }
+        let latency = of("shop.latency");
+        assert_eq!(latency.len(), 3);
+        for e in &latency {
+            let h = &e["metrics"]["shop.latency"];
+            assert_eq!(h["count"], 2, "{e}");
+            assert_eq!(h["sum"], 30.0, "{e}");
+            assert_eq!(h["min"], 10.0, "{e}");
+            assert_eq!(h["max"], 20.0, "{e}");
+            let buckets: i64 = h["bucket_counts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_i64().unwrap())
+                .sum();
+            assert_eq!(buckets, 2, "{e}");
+            assert_eq!(
+                h["bucket_counts"].as_array().unwrap().len(),
+                h["explicit_bounds"].as_array().unwrap().len() + 1
+            );
+            assert_eq!(e["metric"]["type"], "histogram", "{e}");
+        }
+        let inflight = of("shop.inflight");
+        assert_eq!(inflight.len(), 3);
+        assert!(inflight.iter().all(|e| e["metric"]["monotonic"] == false));
+        let gauge = of("shop.temperature");
+        assert_eq!(gauge.len(), 1);
+        assert_eq!(gauge[0]["metrics"]["shop.temperature"], 21.5);
+        assert_eq!(gauge[0]["metric"]["type"], "gauge");
+    }
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
 }

@@ -1,16 +1,16 @@
-//! `opentelemetry`: OTLP logs and traces in (OpenTelemetry's protocol, as SDKs and collectors
-//! send it), over HTTP and over gRPC.
-//! - OTLP/HTTP on `port` (4318): `POST /v1/logs` with an `ExportLogsServiceRequest`,
-//!   `POST /v1/traces` with an `ExportTraceServiceRequest`, in protobuf
-//!   (`application/x-protobuf`) or JSON (`application/json`), gzip or not.
-//! - OTLP/gRPC on `grpc_port` (4317; `grpc => false` for none): `LogsService/Export` and
-//!   `TraceService/Export` over HTTP/2 ([`crate::otlp::grpc`]), gzip or not; with the `ssl_*`
+//! `opentelemetry`: OTLP logs, traces and metrics in (OpenTelemetry's protocol, as SDKs and
+//! collectors send it), over HTTP and over gRPC.
+//! - OTLP/HTTP on `port` (4318): `POST /v1/logs`, `/v1/traces` and `/v1/metrics` with an
+//!   `Export*ServiceRequest`, in protobuf (`application/x-protobuf`) or JSON
+//!   (`application/json`), gzip or not.
+//! - OTLP/gRPC on `grpc_port` (4317; `grpc => false` for none): the logs, trace and metrics
+//!   services' `Export` over HTTP/2 ([`crate::otlp::grpc`]), gzip or not; with the `ssl_*`
 //!   options, TLS with ALPN `h2`.
 //!
 //! Each log record becomes one event in the shape [`crate::otlp::logs`] describes, each span
-//! one in [`crate::otlp::traces`]'s. The answer (an empty `Export*ServiceResponse`) goes out
-//! once the request's events are in the pipeline's queue, so a sender that got it can forget
-//! them.
+//! one in [`crate::otlp::traces`]'s, each metric data point one in [`crate::otlp::metrics`]'s.
+//! The answer (an empty `Export*ServiceResponse`) goes out once the request's events are in
+//! the pipeline's queue, so a sender that got it can forget them.
 //!
 //! Options: `host` (0.0.0.0), `port`, `grpc_port`, `grpc`, `user`/`password` (basic auth, on
 //! both), the `ssl_*` options of every server input, `max_content_length` (64 MiB, before and
@@ -20,7 +20,7 @@
 //! whose `google.rpc.Status` says where it is wrong, and is not retried by OTLP senders; a
 //! wrong `Content-Type` 415; another method 405; too many requests waiting for a full queue
 //! 429 with `Retry-After` (gRPC: RESOURCE_EXHAUSTED with a `RetryInfo`), which senders retry;
-//! metrics 404 (gRPC: UNIMPLEMENTED), not taken yet.
+//! another path 404 (gRPC: UNIMPLEMENTED).
 
 use std::sync::Arc;
 
@@ -92,7 +92,12 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
                 max.saturating_mul(2)
                     .min(tokio::sync::Semaphore::MAX_PERMITS),
             )),
-            counters: http_server::counters(&["requests.rejected_invalid", "log_records", "spans"]),
+            counters: http_server::counters(&[
+                "requests.rejected_invalid",
+                "log_records",
+                "spans",
+                "data_points",
+            ]),
         }),
     }))
 }
@@ -117,6 +122,7 @@ impl Input for OpenTelemetryInput {
 enum Signal {
     Logs,
     Traces,
+    Metrics,
 }
 
 impl Signal {
@@ -124,6 +130,7 @@ impl Signal {
         match self {
             Signal::Logs => "OTLP logs request",
             Signal::Traces => "OTLP traces request",
+            Signal::Metrics => "OTLP metrics request",
         }
     }
 
@@ -132,6 +139,7 @@ impl Signal {
         match self {
             Signal::Logs => "log_records",
             Signal::Traces => "spans",
+            Signal::Metrics => "data_points",
         }
     }
 }
@@ -140,6 +148,13 @@ impl Signal {
 enum Export {
     Logs(otlp::proto::ExportLogsServiceRequest),
     Traces(otlp::proto::ExportTraceServiceRequest),
+    Metrics(otlp::proto::ExportMetricsServiceRequest),
+}
+
+impl From<otlp::proto::ExportMetricsServiceRequest> for Export {
+    fn from(r: otlp::proto::ExportMetricsServiceRequest) -> Export {
+        Export::Metrics(r)
+    }
 }
 
 impl From<otlp::proto::ExportLogsServiceRequest> for Export {
@@ -219,14 +234,11 @@ async fn handle(
     let signal = match req.uri().path() {
         "/v1/logs" => Signal::Logs,
         "/v1/traces" => Signal::Traces,
-        "/v1/metrics" => return reply(
-            StatusCode::NOT_FOUND,
-            "this input takes logs (/v1/logs) and traces (/v1/traces); metrics are not taken yet\n",
-        ),
+        "/v1/metrics" => Signal::Metrics,
         _ => {
             return reply(
                 StatusCode::NOT_FOUND,
-                "OTLP/HTTP goes to /v1/logs and /v1/traces\n",
+                "OTLP/HTTP goes to /v1/logs, /v1/traces and /v1/metrics\n",
             )
         }
     };
@@ -318,10 +330,15 @@ async fn ingest(
             .map(Export::from)
             .map_err(|e| e.to_string()),
         (Signal::Traces, Encoding::Json) => otlp::json::decode_traces(&body).map(Export::from),
+        (Signal::Metrics, Encoding::Protobuf) => otlp::metrics::decode(&body)
+            .map(Export::from)
+            .map_err(|e| e.to_string()),
+        (Signal::Metrics, Encoding::Json) => otlp::json::decode_metrics(&body).map(Export::from),
     }
     .map(|request| match request {
         Export::Logs(r) => otlp::logs::to_events(r, &mut events),
         Export::Traces(r) => otlp::traces::to_events(r, &mut events),
+        Export::Metrics(r) => otlp::metrics::to_events(r, &mut events),
     });
     drop(body);
     let n = match decoded {
@@ -341,10 +358,10 @@ async fn ingest(
     Ok(())
 }
 
-/// An OTLP/gRPC call (`LogsService/Export` or `TraceService/Export`), answered as
+/// An OTLP/gRPC call (the logs, trace or metrics service's `Export`), answered as
 /// [`handle`] answers OTLP/HTTP, in gRPC's statuses: INVALID_ARGUMENT for a message that is
 /// no request, RESOURCE_EXHAUSTED with a `RetryInfo` of 1 s when too many calls wait for a
-/// full queue, UNAUTHENTICATED for wrong credentials, UNIMPLEMENTED for metrics.
+/// full queue, UNAUTHENTICATED for wrong credentials, UNIMPLEMENTED for another method.
 async fn handle_grpc(
     req: Request<Incoming>,
     _peer: Peer,
@@ -355,13 +372,7 @@ async fn handle_grpc(
     let signal = match req.uri().path() {
         grpc::LOGS_EXPORT => Signal::Logs,
         grpc::TRACES_EXPORT => Signal::Traces,
-        grpc::METRICS_EXPORT => {
-            return grpc::error(
-                grpc::code::UNIMPLEMENTED,
-                "this input takes logs and traces; metrics are not taken yet",
-                None,
-            )
-        }
+        grpc::METRICS_EXPORT => Signal::Metrics,
         other => {
             return grpc::error(
                 grpc::code::UNIMPLEMENTED,

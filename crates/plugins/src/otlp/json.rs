@@ -18,10 +18,15 @@ use std::fmt;
 use base64::Engine as _;
 use sluice_event::{Map, Value};
 
+use super::proto::ValueAtQuantile;
 use super::proto::{any_value, AnyValue, ArrayValue, ExportLogsServiceRequest};
+use super::proto::{exemplar, metric, number_data_point, Buckets, Exemplar};
+use super::proto::{ExponentialHistogram, ExponentialHistogramDataPoint, Gauge, Histogram};
+use super::proto::{ExportMetricsServiceRequest, HistogramDataPoint, Metric, NumberDataPoint};
 use super::proto::{ExportTraceServiceRequest, ResourceSpans, ScopeSpans, Span, SpanEvent};
 use super::proto::{InstrumentationScope, KeyValue, KeyValueList, LogRecord, Resource};
 use super::proto::{ResourceLogs, ScopeLogs, SpanLink, SpanStatus};
+use super::proto::{ResourceMetrics, ScopeMetrics, Sum, Summary, SummaryDataPoint};
 
 /// Reads an OTLP/JSON logs export request.
 pub fn decode_logs(body: &[u8]) -> Result<ExportLogsServiceRequest, String> {
@@ -133,6 +138,209 @@ fn status(v: &Value, at: &Path) -> Result<SpanStatus, String> {
         message: string(m, "message", at)?,
         code: enumeration(m, "code", "STATUS_CODE_", &["UNSET", "OK", "ERROR"], at)?,
     })
+}
+
+/// Reads an OTLP/JSON metrics export request.
+pub fn decode_metrics(body: &[u8]) -> Result<ExportMetricsServiceRequest, String> {
+    Ok(ExportMetricsServiceRequest {
+        resource_metrics: top_list(body, "resourceMetrics", resource_metrics)?,
+    })
+}
+
+fn resource_metrics(v: &Value, at: &Path) -> Result<ResourceMetrics, String> {
+    let m = object(v, at)?;
+    Ok(ResourceMetrics {
+        resource: optional(m, "resource", at, resource)?,
+        scope_metrics: list(m, "scopeMetrics", at, scope_metrics)?,
+        schema_url: string(m, "schemaUrl", at)?,
+    })
+}
+
+fn scope_metrics(v: &Value, at: &Path) -> Result<ScopeMetrics, String> {
+    let m = object(v, at)?;
+    Ok(ScopeMetrics {
+        scope: optional(m, "scope", at, scope)?,
+        metrics: list(m, "metrics", at, metric)?,
+        schema_url: string(m, "schemaUrl", at)?,
+    })
+}
+
+fn metric(v: &Value, at: &Path) -> Result<Metric, String> {
+    let m = object(v, at)?;
+    let temporality = |m: &Map, at: &Path| {
+        const NAMES: [&str; 3] = ["UNSPECIFIED", "DELTA", "CUMULATIVE"];
+        enumeration(
+            m,
+            "aggregationTemporality",
+            "AGGREGATION_TEMPORALITY_",
+            &NAMES,
+            at,
+        )
+    };
+    let data = if let Some(g) = field(m, "gauge") {
+        let here = at.key("gauge");
+        let g = object(g, &here)?;
+        Some(metric::Data::Gauge(Gauge {
+            data_points: list(g, "dataPoints", &here, number_point)?,
+        }))
+    } else if let Some(s) = field(m, "sum") {
+        let here = at.key("sum");
+        let s = object(s, &here)?;
+        Some(metric::Data::Sum(Sum {
+            data_points: list(s, "dataPoints", &here, number_point)?,
+            aggregation_temporality: temporality(s, &here)?,
+            is_monotonic: boolean(s, "isMonotonic", &here)?,
+        }))
+    } else if let Some(h) = field(m, "histogram") {
+        let here = at.key("histogram");
+        let h = object(h, &here)?;
+        Some(metric::Data::Histogram(Histogram {
+            data_points: list(h, "dataPoints", &here, histogram_point)?,
+            aggregation_temporality: temporality(h, &here)?,
+        }))
+    } else if let Some(h) = field(m, "exponentialHistogram") {
+        let here = at.key("exponentialHistogram");
+        let h = object(h, &here)?;
+        Some(metric::Data::ExponentialHistogram(ExponentialHistogram {
+            data_points: list(h, "dataPoints", &here, exponential_point)?,
+            aggregation_temporality: temporality(h, &here)?,
+        }))
+    } else if let Some(s) = field(m, "summary") {
+        let here = at.key("summary");
+        let s = object(s, &here)?;
+        Some(metric::Data::Summary(Summary {
+            data_points: list(s, "dataPoints", &here, summary_point)?,
+        }))
+    } else {
+        None
+    };
+    Ok(Metric {
+        name: string(m, "name", at)?,
+        description: string(m, "description", at)?,
+        unit: string(m, "unit", at)?,
+        data,
+        metadata: list(m, "metadata", at, key_value)?,
+    })
+}
+
+fn number_point(v: &Value, at: &Path) -> Result<NumberDataPoint, String> {
+    let m = object(v, at)?;
+    let value = match (field(m, "asDouble"), field(m, "asInt")) {
+        (Some(d), _) => Some(number_data_point::Value::AsDouble(double(
+            d,
+            &at.key("asDouble"),
+        )?)),
+        (None, Some(i)) => Some(number_data_point::Value::AsInt(integer(
+            i,
+            &at.key("asInt"),
+        )?)),
+        (None, None) => None,
+    };
+    Ok(NumberDataPoint {
+        attributes: list(m, "attributes", at, key_value)?,
+        start_time_unix_nano: u64_field(m, "startTimeUnixNano", at)?,
+        time_unix_nano: u64_field(m, "timeUnixNano", at)?,
+        value,
+        exemplars: list(m, "exemplars", at, exemplar)?,
+        flags: u32_field(m, "flags", at)?,
+    })
+}
+
+fn histogram_point(v: &Value, at: &Path) -> Result<HistogramDataPoint, String> {
+    let m = object(v, at)?;
+    Ok(HistogramDataPoint {
+        attributes: list(m, "attributes", at, key_value)?,
+        start_time_unix_nano: u64_field(m, "startTimeUnixNano", at)?,
+        time_unix_nano: u64_field(m, "timeUnixNano", at)?,
+        count: u64_field(m, "count", at)?,
+        sum: optional(m, "sum", at, double)?,
+        bucket_counts: list(m, "bucketCounts", at, unsigned)?,
+        explicit_bounds: list(m, "explicitBounds", at, double)?,
+        exemplars: list(m, "exemplars", at, exemplar)?,
+        flags: u32_field(m, "flags", at)?,
+        min: optional(m, "min", at, double)?,
+        max: optional(m, "max", at, double)?,
+    })
+}
+
+fn exponential_point(v: &Value, at: &Path) -> Result<ExponentialHistogramDataPoint, String> {
+    let m = object(v, at)?;
+    let buckets = |v: &Value, at: &Path| -> Result<Buckets, String> {
+        let m = object(v, at)?;
+        Ok(Buckets {
+            offset: optional(m, "offset", at, |v, at| number(v, at, "a 32-bit integer"))?
+                .unwrap_or(0),
+            bucket_counts: list(m, "bucketCounts", at, unsigned)?,
+        })
+    };
+    Ok(ExponentialHistogramDataPoint {
+        attributes: list(m, "attributes", at, key_value)?,
+        start_time_unix_nano: u64_field(m, "startTimeUnixNano", at)?,
+        time_unix_nano: u64_field(m, "timeUnixNano", at)?,
+        count: u64_field(m, "count", at)?,
+        sum: optional(m, "sum", at, double)?,
+        scale: optional(m, "scale", at, |v, at| number(v, at, "a 32-bit integer"))?.unwrap_or(0),
+        zero_count: u64_field(m, "zeroCount", at)?,
+        positive: optional(m, "positive", at, buckets)?,
+        negative: optional(m, "negative", at, buckets)?,
+        flags: u32_field(m, "flags", at)?,
+        exemplars: list(m, "exemplars", at, exemplar)?,
+        min: optional(m, "min", at, double)?,
+        max: optional(m, "max", at, double)?,
+        zero_threshold: optional(m, "zeroThreshold", at, double)?.unwrap_or(0.0),
+    })
+}
+
+fn summary_point(v: &Value, at: &Path) -> Result<SummaryDataPoint, String> {
+    let m = object(v, at)?;
+    let quantile = |v: &Value, at: &Path| -> Result<ValueAtQuantile, String> {
+        let m = object(v, at)?;
+        Ok(ValueAtQuantile {
+            quantile: optional(m, "quantile", at, double)?.unwrap_or(0.0),
+            value: optional(m, "value", at, double)?.unwrap_or(0.0),
+        })
+    };
+    Ok(SummaryDataPoint {
+        attributes: list(m, "attributes", at, key_value)?,
+        start_time_unix_nano: u64_field(m, "startTimeUnixNano", at)?,
+        time_unix_nano: u64_field(m, "timeUnixNano", at)?,
+        count: u64_field(m, "count", at)?,
+        sum: optional(m, "sum", at, double)?.unwrap_or(0.0),
+        quantile_values: list(m, "quantileValues", at, quantile)?,
+        flags: u32_field(m, "flags", at)?,
+    })
+}
+
+fn exemplar(v: &Value, at: &Path) -> Result<Exemplar, String> {
+    let m = object(v, at)?;
+    let value = match (field(m, "asDouble"), field(m, "asInt")) {
+        (Some(d), _) => Some(exemplar::Value::AsDouble(double(d, &at.key("asDouble"))?)),
+        (None, Some(i)) => Some(exemplar::Value::AsInt(integer(i, &at.key("asInt"))?)),
+        (None, None) => None,
+    };
+    Ok(Exemplar {
+        filtered_attributes: list(m, "filteredAttributes", at, key_value)?,
+        time_unix_nano: u64_field(m, "timeUnixNano", at)?,
+        value,
+        span_id: hex_id(m, "spanId", 8, at)?,
+        trace_id: hex_id(m, "traceId", 16, at)?,
+    })
+}
+
+fn unsigned(v: &Value, at: &Path) -> Result<u64, String> {
+    number(
+        v,
+        at,
+        "an unsigned 64-bit integer (a number or a decimal string)",
+    )
+}
+
+fn boolean(m: &Map, camel: &str, at: &Path) -> Result<bool, String> {
+    match field(m, camel) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(v) => Err(at.key(camel).expected("true or false", v)),
+    }
 }
 
 /// An enum: an integer, or its name (`prefix` then one of `names`, whose index it is).

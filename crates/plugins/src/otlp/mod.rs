@@ -17,5 +17,6 @@ mod fields;
 pub mod grpc;
 pub mod json;
 pub mod logs;
+pub mod metrics;
 pub mod proto;
 pub mod traces;

@@ -1,5 +1,5 @@
-//! OTLP's protobuf messages (opentelemetry-proto: `common/v1`, `resource/v1`, `logs/v1` and
-//! the logs service's request and response), as prost types. Field numbers and types are the
+//! OTLP's protobuf messages (opentelemetry-proto: `common/v1`, `resource/v1`, `logs/v1`,
+//! `trace/v1`, `metrics/v1` and the services' requests and responses), as prost types. Field numbers and types are the
 //! `.proto` files'; enums are kept as their integers, as OTLP/JSON writes them.
 //!
 //! Written out here rather than taken from the `opentelemetry-proto` crate, whose message
@@ -288,4 +288,249 @@ pub struct SpanStatus {
     /// 0 unset, 1 ok, 2 error.
     #[prost(int32, tag = "3")]
     pub code: i32,
+}
+
+/// `collector.metrics.v1.ExportMetricsServiceRequest` (the same fields as
+/// `metrics.v1.MetricsData`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExportMetricsServiceRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub resource_metrics: Vec<ResourceMetrics>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ResourceMetrics {
+    #[prost(message, optional, tag = "1")]
+    pub resource: Option<Resource>,
+    #[prost(message, repeated, tag = "2")]
+    pub scope_metrics: Vec<ScopeMetrics>,
+    #[prost(string, tag = "3")]
+    pub schema_url: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ScopeMetrics {
+    #[prost(message, optional, tag = "1")]
+    pub scope: Option<InstrumentationScope>,
+    #[prost(message, repeated, tag = "2")]
+    pub metrics: Vec<Metric>,
+    #[prost(string, tag = "3")]
+    pub schema_url: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Metric {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub description: String,
+    #[prost(string, tag = "3")]
+    pub unit: String,
+    #[prost(oneof = "metric::Data", tags = "5, 7, 9, 10, 11")]
+    pub data: Option<metric::Data>,
+    #[prost(message, repeated, tag = "12")]
+    pub metadata: Vec<KeyValue>,
+}
+
+pub mod metric {
+    /// What a metric holds: its kind and its data points.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Data {
+        #[prost(message, tag = "5")]
+        Gauge(super::Gauge),
+        #[prost(message, tag = "7")]
+        Sum(super::Sum),
+        #[prost(message, tag = "9")]
+        Histogram(super::Histogram),
+        #[prost(message, tag = "10")]
+        ExponentialHistogram(super::ExponentialHistogram),
+        #[prost(message, tag = "11")]
+        Summary(super::Summary),
+    }
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Gauge {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<NumberDataPoint>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Sum {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<NumberDataPoint>,
+    /// `AggregationTemporality`: 0 unspecified, 1 delta, 2 cumulative.
+    #[prost(int32, tag = "2")]
+    pub aggregation_temporality: i32,
+    #[prost(bool, tag = "3")]
+    pub is_monotonic: bool,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Histogram {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<HistogramDataPoint>,
+    #[prost(int32, tag = "2")]
+    pub aggregation_temporality: i32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExponentialHistogram {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<ExponentialHistogramDataPoint>,
+    #[prost(int32, tag = "2")]
+    pub aggregation_temporality: i32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Summary {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<SummaryDataPoint>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NumberDataPoint {
+    #[prost(message, repeated, tag = "7")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    pub start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "3")]
+    pub time_unix_nano: u64,
+    #[prost(oneof = "number_data_point::Value", tags = "4, 6")]
+    pub value: Option<number_data_point::Value>,
+    #[prost(message, repeated, tag = "5")]
+    pub exemplars: Vec<Exemplar>,
+    /// Bit 0: no recorded value.
+    #[prost(uint32, tag = "8")]
+    pub flags: u32,
+}
+
+pub mod number_data_point {
+    /// A number data point's value.
+    #[derive(Clone, Copy, PartialEq, prost::Oneof)]
+    pub enum Value {
+        #[prost(double, tag = "4")]
+        AsDouble(f64),
+        #[prost(sfixed64, tag = "6")]
+        AsInt(i64),
+    }
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HistogramDataPoint {
+    #[prost(message, repeated, tag = "9")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    pub start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "3")]
+    pub time_unix_nano: u64,
+    #[prost(fixed64, tag = "4")]
+    pub count: u64,
+    #[prost(double, optional, tag = "5")]
+    pub sum: Option<f64>,
+    #[prost(fixed64, repeated, tag = "6")]
+    pub bucket_counts: Vec<u64>,
+    #[prost(double, repeated, tag = "7")]
+    pub explicit_bounds: Vec<f64>,
+    #[prost(message, repeated, tag = "8")]
+    pub exemplars: Vec<Exemplar>,
+    #[prost(uint32, tag = "10")]
+    pub flags: u32,
+    #[prost(double, optional, tag = "11")]
+    pub min: Option<f64>,
+    #[prost(double, optional, tag = "12")]
+    pub max: Option<f64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExponentialHistogramDataPoint {
+    #[prost(message, repeated, tag = "1")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    pub start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "3")]
+    pub time_unix_nano: u64,
+    #[prost(fixed64, tag = "4")]
+    pub count: u64,
+    #[prost(double, optional, tag = "5")]
+    pub sum: Option<f64>,
+    #[prost(sint32, tag = "6")]
+    pub scale: i32,
+    #[prost(fixed64, tag = "7")]
+    pub zero_count: u64,
+    #[prost(message, optional, tag = "8")]
+    pub positive: Option<Buckets>,
+    #[prost(message, optional, tag = "9")]
+    pub negative: Option<Buckets>,
+    #[prost(uint32, tag = "10")]
+    pub flags: u32,
+    #[prost(message, repeated, tag = "11")]
+    pub exemplars: Vec<Exemplar>,
+    #[prost(double, optional, tag = "12")]
+    pub min: Option<f64>,
+    #[prost(double, optional, tag = "13")]
+    pub max: Option<f64>,
+    #[prost(double, tag = "14")]
+    pub zero_threshold: f64,
+}
+
+/// `ExponentialHistogramDataPoint.Buckets`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Buckets {
+    #[prost(sint32, tag = "1")]
+    pub offset: i32,
+    #[prost(uint64, repeated, tag = "2")]
+    pub bucket_counts: Vec<u64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SummaryDataPoint {
+    #[prost(message, repeated, tag = "7")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    pub start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "3")]
+    pub time_unix_nano: u64,
+    #[prost(fixed64, tag = "4")]
+    pub count: u64,
+    #[prost(double, tag = "5")]
+    pub sum: f64,
+    #[prost(message, repeated, tag = "6")]
+    pub quantile_values: Vec<ValueAtQuantile>,
+    #[prost(uint32, tag = "8")]
+    pub flags: u32,
+}
+
+/// `SummaryDataPoint.ValueAtQuantile`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueAtQuantile {
+    #[prost(double, tag = "1")]
+    pub quantile: f64,
+    #[prost(double, tag = "2")]
+    pub value: f64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Exemplar {
+    #[prost(message, repeated, tag = "7")]
+    pub filtered_attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    pub time_unix_nano: u64,
+    #[prost(oneof = "exemplar::Value", tags = "3, 6")]
+    pub value: Option<exemplar::Value>,
+    #[prost(bytes = "vec", tag = "4")]
+    pub span_id: Vec<u8>,
+    #[prost(bytes = "vec", tag = "5")]
+    pub trace_id: Vec<u8>,
+}
+
+pub mod exemplar {
+    /// An exemplar's value.
+    #[derive(Clone, Copy, PartialEq, prost::Oneof)]
+    pub enum Value {
+        #[prost(double, tag = "3")]
+        AsDouble(f64),
+        #[prost(sfixed64, tag = "6")]
+        AsInt(i64),
+    }
 }
