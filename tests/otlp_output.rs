@@ -264,6 +264,24 @@ fn a_collector_that_comes_up_late_gets_every_record() {
     assert!(r.exit(60).success(), "{}", r.log());
 }
 
+/// The Python SDK logs `n` records (tests/otlp/send_logs.py) to `endpoint` over OTLP/HTTP.
+fn sdk_logs(python: &Path, endpoint: &str, n: usize) {
+    let sent = Command::new(python)
+        .arg(format!(
+            "{}/tests/otlp/send_logs.py",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg(endpoint)
+        .arg(n.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+}
+
 /// The SDK logs into the collector; the collector's own OTLP/HTTP and OTLP/gRPC exporters
 /// each send every record to sluice's input.
 #[test]
@@ -295,20 +313,7 @@ fn the_collector_sends_to_sluice() {
     );
     net_support::wait_listening(cport, 30);
     let n = 40;
-    let sent = Command::new(&python)
-        .arg(format!(
-            "{}/tests/otlp/send_logs.py",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .arg(format!("http://127.0.0.1:{cport}/v1/logs"))
-        .arg(n.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    sdk_logs(&python, &format!("http://127.0.0.1:{cport}/v1/logs"), n);
     let text = r.wait_lines(&out, 2 * n, 60);
     let mut ids: Vec<i64> = Vec::new();
     for line in text.lines() {
@@ -448,4 +453,49 @@ fn busy_receiver(protocol: &str) {
         .collect();
     seqs.sort();
     assert_eq!(seqs, (0..n as i64).collect::<Vec<_>>(), "each record once");
+}
+
+/// The input's `mapping => raw` keeps OTLP's JSON under `[otel]`, and the output sends it on
+/// as it came: the SDK's records reach the collector with their nanosecond times, observed
+/// times and flags, which the default mapping does not keep.
+#[test]
+fn raw_mapping_forwards_records_unchanged() {
+    let Some(bin) = otelcol() else { return };
+    let Some(python) = net_support::otel_python() else {
+        return;
+    };
+    let dir = temp_dir("otlp-out", "raw");
+    let (cport, sport) = (free_port(), free_port());
+    let _c = collector_to_files(&bin, &dir, cport, free_port());
+    net_support::wait_listening(cport, 30);
+    let config = format!(
+        r#"input {{ opentelemetry {{ port => {sport} host => "127.0.0.1" grpc => false mapping => "raw" }} }}
+           filter {{ if ![otel][logRecord] {{ drop {{}} }} }}
+           output {{ opentelemetry {{ url => "http://127.0.0.1:{cport}" }} }}"#
+    );
+    let mut r = Run::start(&dir, "", &[], &config, Stdio::null(), Stdio::null());
+    net_support::wait_listening(sport, 30);
+    let n = 20;
+    sdk_logs(&python, &format!("http://127.0.0.1:{sport}/v1/logs"), n);
+    let log = || r.log();
+    let records = wait_items(&dir.join("logs.json"), "logRecords", n, 60, &log);
+    let mut ids: Vec<i64> = Vec::new();
+    let mut sub_millisecond = 0;
+    for rec in &records {
+        let id = rec["attrs"]["order.id"].as_i64().unwrap();
+        ids.push(id);
+        assert_eq!(rec["body"]["stringValue"], format!("order {id} shipped"));
+        assert_eq!(rec["severityNumber"], 13, "{rec}");
+        assert_eq!(rec["severityText"], "WARN", "{rec}");
+        assert!(rec["observedTimeUnixNano"].is_string(), "{rec}");
+        assert_eq!(rec["resource"]["service.name"], "shop", "{rec}");
+        assert_eq!(rec["scope"], "shop.orders", "{rec}");
+        let t: u64 = rec["timeUnixNano"].as_str().unwrap().parse().unwrap();
+        sub_millisecond += usize::from(!t.is_multiple_of(1_000_000));
+    }
+    assert!(sub_millisecond > 0, "no record kept its nanoseconds");
+    ids.sort();
+    assert_eq!(ids, (0..n as i64).collect::<Vec<_>>());
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
 }

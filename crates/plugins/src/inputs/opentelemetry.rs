@@ -12,9 +12,12 @@
 //! The answer (an empty `Export*ServiceResponse`) goes out once the request's events are in
 //! the pipeline's queue, so a sender that got it can forget them.
 //!
-//! Options: `host` (0.0.0.0), `port`, `grpc_port`, `grpc`, `user`/`password` (basic auth, on
-//! both), the `ssl_*` options of every server input, `max_content_length` (64 MiB, before and
-//! after gzip is undone: 413 past it), `max_pending_requests` (200) and `threads`.
+//! `mapping => raw` keeps OTLP's own JSON shape under `[otel]` instead ([`crate::otlp::raw`]).
+//!
+//! Options: `host` (0.0.0.0), `port`, `grpc_port`, `grpc`, `mapping` (`ecs`, `raw`),
+//! `user`/`password` (basic auth, on both), the `ssl_*` options of every server input,
+//! `max_content_length` (64 MiB, before and after gzip is undone: 413 past it),
+//! `max_pending_requests` (200) and `threads`.
 //!
 //! Refusals, each counted: a body that is no OTLP request is a 400 (gRPC: INVALID_ARGUMENT)
 //! whose `google.rpc.Status` says where it is wrong, and is not retried by OTLP senders; a
@@ -44,6 +47,8 @@ pub struct OpenTelemetryInput {
 }
 
 struct Shared {
+    /// `mapping => raw`: OTLP's JSON under `[otel]` ([`otlp::raw`]).
+    raw: bool,
     auth: Option<String>,
     max_content_length: usize,
     pending: Arc<tokio::sync::Semaphore>,
@@ -54,6 +59,7 @@ struct Shared {
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let settings = http_server::settings(opts, "opentelemetry", 4318, 64 << 20)?;
     let grpc_port = net::port(opts, "grpc_port", Some(4317))?;
+    let raw = opts.choice("mapping", &["ecs", "raw"], "ecs")? == "raw";
     let grpc = match opts.boolean_or("grpc", true)? {
         false => None,
         true if grpc_port == settings.listen.port => {
@@ -84,6 +90,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         grpc,
         listen: settings.listen,
         shared: Arc::new(Shared {
+            raw,
             auth: settings.auth,
             max_content_length: max,
             pending: Arc::new(tokio::sync::Semaphore::new(threads + settings.max_pending)),
@@ -335,10 +342,13 @@ async fn ingest(
             .map_err(|e| e.to_string()),
         (Signal::Metrics, Encoding::Json) => otlp::json::decode_metrics(&body).map(Export::from),
     }
-    .map(|request| match request {
-        Export::Logs(r) => otlp::logs::to_events(r, &mut events),
-        Export::Traces(r) => otlp::traces::to_events(r, &mut events),
-        Export::Metrics(r) => otlp::metrics::to_events(r, &mut events),
+    .map(|request| match (request, shared.raw) {
+        (Export::Logs(r), false) => otlp::logs::to_events(r, &mut events),
+        (Export::Traces(r), false) => otlp::traces::to_events(r, &mut events),
+        (Export::Metrics(r), false) => otlp::metrics::to_events(r, &mut events),
+        (Export::Logs(r), true) => otlp::raw::logs_to_events(r, &mut events),
+        (Export::Traces(r), true) => otlp::raw::traces_to_events(r, &mut events),
+        (Export::Metrics(r), true) => otlp::raw::metrics_to_events(r, &mut events),
     });
     drop(body);
     let n = match decoded {

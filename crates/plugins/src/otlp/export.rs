@@ -10,6 +10,10 @@
 //! leaves under dotted keys (`[host][name]` → `host.name`, as OpenTelemetry names them),
 //! arrays and scalars as they are. `@version` (Logstash's own) and `@metadata` are not sent.
 //!
+//! An event of the input's `mapping => raw` (`[otel]` holding OTLP/JSON, [`super::raw`]) is
+//! sent as it holds it; if its `[otel]` does not read as OTLP/JSON, it is mapped as any
+//! other event.
+//!
 //! Events with the same `[resource]` and `[scope]` share one `ResourceLogs`/`ScopeLogs` (or
 //! spans); consecutive events usually do, so the last group is tried first.
 //!
@@ -18,6 +22,7 @@
 
 use sluice_event::{Event, Map, Timestamp, Value};
 
+use super::json;
 use super::proto::{any_value, AnyValue, ArrayValue, KeyValue, KeyValueList};
 use super::proto::{ExportLogsServiceRequest, ExportTraceServiceRequest, LogRecord};
 use super::proto::{InstrumentationScope, Resource, ResourceLogs, ResourceSpans};
@@ -26,19 +31,19 @@ use super::traces::{KINDS, STATUS_CODES};
 
 /// One log record per event.
 pub fn logs_request(events: &[&Event]) -> ExportLogsServiceRequest {
-    let groups = group(events, log_record);
+    let groups = group(events, "logRecord", json::raw::log_record, log_record);
     ExportLogsServiceRequest {
         resource_logs: groups
             .into_iter()
             .map(|g| {
-                let (resource, schema_url) = resource(g.resource);
+                let (resource, schema_url) = g.resource.resolve();
                 ResourceLogs {
                     resource,
                     scope_logs: g
                         .scopes
                         .into_iter()
-                        .map(|(scope_value, log_records)| {
-                            let (scope, schema_url) = scope(scope_value);
+                        .map(|(s, log_records)| {
+                            let (scope, schema_url) = s.resolve();
                             ScopeLogs {
                                 scope,
                                 log_records,
@@ -55,19 +60,19 @@ pub fn logs_request(events: &[&Event]) -> ExportLogsServiceRequest {
 
 /// One span per event.
 pub fn traces_request(events: &[&Event]) -> ExportTraceServiceRequest {
-    let groups = group(events, span);
+    let groups = group(events, "span", json::raw::span, span);
     ExportTraceServiceRequest {
         resource_spans: groups
             .into_iter()
             .map(|g| {
-                let (resource, schema_url) = resource(g.resource);
+                let (resource, schema_url) = g.resource.resolve();
                 ResourceSpans {
                     resource,
                     scope_spans: g
                         .scopes
                         .into_iter()
-                        .map(|(scope_value, spans)| {
-                            let (scope, schema_url) = scope(scope_value);
+                        .map(|(s, spans)| {
+                            let (scope, schema_url) = s.resolve();
                             ScopeSpans {
                                 scope,
                                 spans,
@@ -82,18 +87,94 @@ pub fn traces_request(events: &[&Event]) -> ExportTraceServiceRequest {
     }
 }
 
-/// The events of one `[resource]`, by `[scope]`.
-struct Group<'e, T> {
-    resource: Option<&'e Value>,
-    scopes: Vec<(Option<&'e Value>, Vec<T>)>,
+/// A resource or a scope, as a group's key: an event's `[resource]` (`[scope]`) object, or
+/// the one a `mapping => raw` event's `[otel]` held, already read, with its schema URL.
+#[derive(PartialEq)]
+enum Context<'e, T> {
+    Mapped(Option<&'e Value>),
+    Raw(Option<T>, String),
 }
 
-fn group<'e, T>(events: &[&'e Event], make: impl Fn(&Event) -> T) -> Vec<Group<'e, T>> {
+trait FromMapped: Sized {
+    fn from_mapped(v: Option<&Value>) -> (Option<Self>, String);
+}
+
+impl FromMapped for Resource {
+    fn from_mapped(v: Option<&Value>) -> (Option<Resource>, String) {
+        resource(v)
+    }
+}
+
+impl FromMapped for InstrumentationScope {
+    fn from_mapped(v: Option<&Value>) -> (Option<InstrumentationScope>, String) {
+        scope(v)
+    }
+}
+
+impl<T: FromMapped> Context<'_, T> {
+    fn resolve(self) -> (Option<T>, String) {
+        match self {
+            Context::Mapped(v) => T::from_mapped(v),
+            Context::Raw(t, schema) => (t, schema),
+        }
+    }
+}
+
+/// The events of one resource, by scope.
+struct Group<'e, T> {
+    resource: Context<'e, Resource>,
+    scopes: Vec<(Context<'e, InstrumentationScope>, Vec<T>)>,
+}
+
+/// The resource, scope and item of a `mapping => raw` event (`[otel]` with `key`), when
+/// each reads as OTLP/JSON.
+fn raw<'e, T>(
+    e: &Event,
+    key: &str,
+    read: fn(&Value) -> Result<T, String>,
+) -> Option<(Context<'e, Resource>, Context<'e, InstrumentationScope>, T)> {
+    let otel = e.fields().get("otel")?.as_object()?;
+    let item = read(otel.get(key)?).ok()?;
+    let schema = |k: &str| {
+        otel.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let resource = match otel.get("resource") {
+        None => None,
+        Some(v) => Some(json::raw::resource(v).ok()?),
+    };
+    let scope = match otel.get("scope") {
+        None => None,
+        Some(v) => Some(json::raw::scope(v).ok()?),
+    };
+    Some((
+        Context::Raw(resource, schema("resourceSchemaUrl")),
+        Context::Raw(scope, schema("scopeSchemaUrl")),
+        item,
+    ))
+}
+
+/// The events' items (`make` of each, or the item its `[otel][<raw_key>]` holds), grouped by
+/// resource and scope, in order.
+fn group<'e, T>(
+    events: &[&'e Event],
+    raw_key: &str,
+    read_raw: fn(&Value) -> Result<T, String>,
+    make: impl Fn(&Event) -> T,
+) -> Vec<Group<'e, T>> {
     let mut groups: Vec<Group<'e, T>> = Vec::new();
     for e in events {
-        let fields = e.fields();
-        let r = fields.get("resource").filter(|v| v.as_object().is_some());
-        let s = fields.get("scope").filter(|v| v.as_object().is_some());
+        let (r, s, item) = match raw(e, raw_key, read_raw) {
+            Some(parts) => parts,
+            None => {
+                let fields = e.fields();
+                let r = fields.get("resource").filter(|v| v.as_object().is_some());
+                let s = fields.get("scope").filter(|v| v.as_object().is_some());
+                (Context::Mapped(r), Context::Mapped(s), make(e))
+            }
+        };
         let g = match groups.iter().rposition(|g| g.resource == r) {
             Some(i) => &mut groups[i],
             None => {
@@ -111,7 +192,7 @@ fn group<'e, T>(events: &[&'e Event], make: impl Fn(&Event) -> T) -> Vec<Group<'
                 &mut g.scopes.last_mut().expect("just pushed").1
             }
         };
-        items.push(make(e));
+        items.push(item);
     }
     groups
 }
@@ -633,5 +714,33 @@ mod tests {
         let mut keys: Vec<&str> = s.attributes.iter().map(|a| a.key.as_str()).collect();
         keys.sort();
         assert_eq!(keys, ["events", "kind", "status.code", "status.extra"]);
+    }
+
+    /// What the input's `mapping => raw` made goes back as it came, flags and nanoseconds
+    /// included; a raw event whose `[otel]` is broken is mapped as any other.
+    #[test]
+    fn raw_events_go_back_as_they_came() {
+        let golden = logs::tests::golden_request();
+        let mut events = Vec::new();
+        crate::otlp::raw::logs_to_events(golden.clone(), &mut events);
+        let mut broken = events[0].clone();
+        let bad = sluice_event::json::parse(br#"{"logRecord":{"traceId":"xyz"}}"#).unwrap();
+        broken.set_field("otel", bad);
+        let refs: Vec<&Event> = events.iter().collect();
+        assert_eq!(logs_request(&refs), golden);
+        let back = logs_request(&[&broken]);
+        let r = &back.resource_logs[0].scope_logs[0].log_records[0];
+        assert!(
+            r.attributes
+                .iter()
+                .any(|a| a.key == "otel.logRecord.traceId"),
+            "{r:?}"
+        );
+
+        let golden = traces::tests::golden_request();
+        let mut events = Vec::new();
+        crate::otlp::raw::traces_to_events(golden.clone(), &mut events);
+        let refs: Vec<&Event> = events.iter().collect();
+        assert_eq!(traces_request(&refs), golden);
     }
 }

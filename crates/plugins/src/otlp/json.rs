@@ -668,6 +668,32 @@ fn hex_id(m: &Map, camel: &str, len: usize, at: &Path) -> Result<Vec<u8>, String
     })
 }
 
+/// Readers of the single OTLP/JSON objects a `mapping => raw` event holds in `[otel]`
+/// (a resource, a scope, a log record, a span), for the output.
+pub(crate) mod raw {
+    use super::*;
+
+    fn at(key: &'static str) -> Path<'static> {
+        Path::Key(&Path::Root, key)
+    }
+
+    pub fn resource(v: &Value) -> Result<Resource, String> {
+        super::resource(v, &at("[otel][resource]"))
+    }
+
+    pub fn scope(v: &Value) -> Result<InstrumentationScope, String> {
+        super::scope(v, &at("[otel][scope]"))
+    }
+
+    pub fn log_record(v: &Value) -> Result<LogRecord, String> {
+        super::log_record(v, &at("[otel][logRecord]"))
+    }
+
+    pub fn span(v: &Value) -> Result<Span, String> {
+        super::span(v, &at("[otel][span]"))
+    }
+}
+
 /// Writing: a request in OTLP's JSON encoding, for the output's `protocol => "http/json"`.
 /// Keys in lowerCamelCase, ids in hex, 64-bit integers as decimal strings, enums as numbers,
 /// `bytesValue` in base64, non-finite doubles as `"NaN"`/`"Infinity"`/`"-Infinity"`; fields
@@ -677,9 +703,12 @@ pub mod encode {
     use serde_json::{Map as JMap, Value as J};
 
     use crate::numbers::hex;
+    use crate::otlp::proto::SummaryDataPoint;
     use crate::otlp::proto::{any_value, AnyValue, ExportLogsServiceRequest, KeyValue};
+    use crate::otlp::proto::{exemplar, metric, number_data_point, Exemplar, Metric};
+    use crate::otlp::proto::{ExponentialHistogramDataPoint, HistogramDataPoint};
     use crate::otlp::proto::{ExportTraceServiceRequest, InstrumentationScope, Resource};
-    use crate::otlp::proto::{LogRecord, Span, SpanEvent, SpanLink};
+    use crate::otlp::proto::{LogRecord, NumberDataPoint, Span, SpanEvent, SpanLink};
 
     pub fn logs(r: &ExportLogsServiceRequest) -> Vec<u8> {
         let items = r.resource_logs.iter().map(|rl| {
@@ -719,7 +748,7 @@ pub mod encode {
         serde_json::to_vec(&J::Object(m)).expect("JSON values always serialize")
     }
 
-    fn resourced(resource: Option<&Resource>, schema_url: &str) -> JMap<String, J> {
+    pub(crate) fn resourced(resource: Option<&Resource>, schema_url: &str) -> JMap<String, J> {
         let mut m = JMap::new();
         if let Some(r) = resource {
             let mut rm = JMap::new();
@@ -730,7 +759,10 @@ pub mod encode {
         m
     }
 
-    fn scoped(scope: Option<&InstrumentationScope>, schema_url: &str) -> JMap<String, J> {
+    pub(crate) fn scoped(
+        scope: Option<&InstrumentationScope>,
+        schema_url: &str,
+    ) -> JMap<String, J> {
         let mut m = JMap::new();
         if let Some(s) = scope {
             let mut sm = JMap::new();
@@ -743,7 +775,7 @@ pub mod encode {
         m
     }
 
-    fn log_record(r: &LogRecord) -> J {
+    pub(crate) fn log_record(r: &LogRecord) -> J {
         let mut m = JMap::new();
         nanos(&mut m, "timeUnixNano", r.time_unix_nano);
         nanos(&mut m, "observedTimeUnixNano", r.observed_time_unix_nano);
@@ -760,7 +792,7 @@ pub mod encode {
         J::Object(m)
     }
 
-    fn span(s: &Span) -> J {
+    pub(crate) fn span(s: &Span) -> J {
         let mut m = JMap::new();
         id(&mut m, "traceId", &s.trace_id);
         id(&mut m, "spanId", &s.span_id);
@@ -787,6 +819,207 @@ pub mod encode {
             m.insert("status".into(), J::Object(sm));
         }
         J::Object(m)
+    }
+
+    /// A metric with its data points.
+    pub(crate) fn metric(m: &Metric) -> J {
+        let mut out = JMap::new();
+        text(&mut out, "name", &m.name);
+        text(&mut out, "description", &m.description);
+        text(&mut out, "unit", &m.unit);
+        if !m.metadata.is_empty() {
+            out.insert("metadata".into(), key_values(&m.metadata));
+        }
+        let (key, mut data) = match &m.data {
+            None => return J::Object(out),
+            Some(metric::Data::Gauge(g)) => ("gauge", points(&g.data_points, number_point)),
+            Some(metric::Data::Sum(s)) => {
+                let mut d = points(&s.data_points, number_point);
+                number(
+                    &mut d,
+                    "aggregationTemporality",
+                    s.aggregation_temporality.into(),
+                );
+                if s.is_monotonic {
+                    d.insert("isMonotonic".into(), J::Bool(true));
+                }
+                ("sum", d)
+            }
+            Some(metric::Data::Histogram(h)) => {
+                let mut d = points(&h.data_points, histogram_point);
+                number(
+                    &mut d,
+                    "aggregationTemporality",
+                    h.aggregation_temporality.into(),
+                );
+                ("histogram", d)
+            }
+            Some(metric::Data::ExponentialHistogram(h)) => {
+                let mut d = points(&h.data_points, exponential_point);
+                number(
+                    &mut d,
+                    "aggregationTemporality",
+                    h.aggregation_temporality.into(),
+                );
+                ("exponentialHistogram", d)
+            }
+            Some(metric::Data::Summary(s)) => ("summary", points(&s.data_points, summary_point)),
+        };
+        data.retain(|_, v| !v.is_null());
+        out.insert(key.into(), J::Object(data));
+        J::Object(out)
+    }
+
+    fn points<P>(ps: &[P], point: fn(&P) -> J) -> JMap<String, J> {
+        let mut m = JMap::new();
+        m.insert("dataPoints".into(), ps.iter().map(point).collect());
+        m
+    }
+
+    /// What every kind of data point has.
+    fn point_common(m: &mut JMap<String, J>, attributes: &[KeyValue], start: u64, time: u64) {
+        if !attributes.is_empty() {
+            m.insert("attributes".into(), key_values(attributes));
+        }
+        nanos(m, "startTimeUnixNano", start);
+        nanos(m, "timeUnixNano", time);
+    }
+
+    fn double(m: &mut JMap<String, J>, key: &str, f: Option<f64>) {
+        if let Some(f) = f {
+            m.insert(key.into(), float(f));
+        }
+    }
+
+    fn float(f: f64) -> J {
+        match serde_json::Number::from_f64(f) {
+            Some(n) => J::Number(n),
+            None if f.is_nan() => J::String("NaN".into()),
+            None if f > 0.0 => J::String("Infinity".into()),
+            None => J::String("-Infinity".into()),
+        }
+    }
+
+    fn unsigned_list(v: &[u64]) -> J {
+        v.iter().map(|n| J::String(n.to_string())).collect()
+    }
+
+    fn number_point(p: &NumberDataPoint) -> J {
+        let mut m = JMap::new();
+        point_common(
+            &mut m,
+            &p.attributes,
+            p.start_time_unix_nano,
+            p.time_unix_nano,
+        );
+        match p.value {
+            Some(number_data_point::Value::AsDouble(f)) => double(&mut m, "asDouble", Some(f)),
+            Some(number_data_point::Value::AsInt(i)) => {
+                m.insert("asInt".into(), J::String(i.to_string()));
+            }
+            None => {}
+        }
+        exemplars(&mut m, &p.exemplars);
+        number(&mut m, "flags", p.flags.into());
+        J::Object(m)
+    }
+
+    fn histogram_point(p: &HistogramDataPoint) -> J {
+        let mut m = JMap::new();
+        point_common(
+            &mut m,
+            &p.attributes,
+            p.start_time_unix_nano,
+            p.time_unix_nano,
+        );
+        nanos(&mut m, "count", p.count);
+        double(&mut m, "sum", p.sum);
+        m.insert("bucketCounts".into(), unsigned_list(&p.bucket_counts));
+        let bounds = p.explicit_bounds.iter().map(|b| float(*b)).collect();
+        m.insert("explicitBounds".into(), J::Array(bounds));
+        exemplars(&mut m, &p.exemplars);
+        number(&mut m, "flags", p.flags.into());
+        double(&mut m, "min", p.min);
+        double(&mut m, "max", p.max);
+        J::Object(m)
+    }
+
+    fn exponential_point(p: &ExponentialHistogramDataPoint) -> J {
+        let mut m = JMap::new();
+        point_common(
+            &mut m,
+            &p.attributes,
+            p.start_time_unix_nano,
+            p.time_unix_nano,
+        );
+        nanos(&mut m, "count", p.count);
+        double(&mut m, "sum", p.sum);
+        number(&mut m, "scale", p.scale.into());
+        nanos(&mut m, "zeroCount", p.zero_count);
+        for (key, b) in [("positive", &p.positive), ("negative", &p.negative)] {
+            if let Some(b) = b {
+                let mut bm = JMap::new();
+                number(&mut bm, "offset", b.offset.into());
+                bm.insert("bucketCounts".into(), unsigned_list(&b.bucket_counts));
+                m.insert(key.into(), J::Object(bm));
+            }
+        }
+        number(&mut m, "flags", p.flags.into());
+        exemplars(&mut m, &p.exemplars);
+        double(&mut m, "min", p.min);
+        double(&mut m, "max", p.max);
+        if p.zero_threshold != 0.0 {
+            double(&mut m, "zeroThreshold", Some(p.zero_threshold));
+        }
+        J::Object(m)
+    }
+
+    fn summary_point(p: &SummaryDataPoint) -> J {
+        let mut m = JMap::new();
+        point_common(
+            &mut m,
+            &p.attributes,
+            p.start_time_unix_nano,
+            p.time_unix_nano,
+        );
+        nanos(&mut m, "count", p.count);
+        double(&mut m, "sum", Some(p.sum));
+        let q = p.quantile_values.iter().map(|q| {
+            let mut qm = JMap::new();
+            qm.insert("quantile".into(), float(q.quantile));
+            qm.insert("value".into(), float(q.value));
+            J::Object(qm)
+        });
+        m.insert("quantileValues".into(), q.collect());
+        number(&mut m, "flags", p.flags.into());
+        J::Object(m)
+    }
+
+    fn exemplars(m: &mut JMap<String, J>, xs: &[Exemplar]) {
+        if xs.is_empty() {
+            return;
+        }
+        let list = xs.iter().map(|x| {
+            let mut xm = JMap::new();
+            if !x.filtered_attributes.is_empty() {
+                xm.insert(
+                    "filteredAttributes".into(),
+                    key_values(&x.filtered_attributes),
+                );
+            }
+            nanos(&mut xm, "timeUnixNano", x.time_unix_nano);
+            match x.value {
+                Some(exemplar::Value::AsDouble(f)) => double(&mut xm, "asDouble", Some(f)),
+                Some(exemplar::Value::AsInt(i)) => {
+                    xm.insert("asInt".into(), J::String(i.to_string()));
+                }
+                None => {}
+            }
+            id(&mut xm, "spanId", &x.span_id);
+            id(&mut xm, "traceId", &x.trace_id);
+            J::Object(xm)
+        });
+        m.insert("exemplars".into(), list.collect());
     }
 
     fn span_event(e: &SpanEvent) -> J {
@@ -834,15 +1067,7 @@ pub mod encode {
             Some(any_value::Value::StringValue(s)) => ("stringValue", J::String(s.clone())),
             Some(any_value::Value::BoolValue(b)) => ("boolValue", J::Bool(*b)),
             Some(any_value::Value::IntValue(i)) => ("intValue", J::String(i.to_string())),
-            Some(any_value::Value::DoubleValue(f)) => (
-                "doubleValue",
-                match serde_json::Number::from_f64(*f) {
-                    Some(n) => J::Number(n),
-                    None if f.is_nan() => J::String("NaN".into()),
-                    None if *f > 0.0 => J::String("Infinity".into()),
-                    None => J::String("-Infinity".into()),
-                },
-            ),
+            Some(any_value::Value::DoubleValue(f)) => ("doubleValue", float(*f)),
             Some(any_value::Value::ArrayValue(a)) => {
                 let mut am = JMap::new();
                 am.insert("values".into(), a.values.iter().map(any).collect());

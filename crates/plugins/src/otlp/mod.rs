@@ -19,4 +19,5 @@ pub mod json;
 pub mod logs;
 pub mod metrics;
 pub mod proto;
+pub mod raw;
 pub mod traces;
