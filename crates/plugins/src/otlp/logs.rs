@@ -22,7 +22,7 @@
 //! map, the last value is kept. Empty strings and zero counts are left out, as OTLP's
 //! defaults.
 
-use sluice_event::{Event, Value};
+use sluice_event::{Event, Key, Map, Timestamp, Value};
 
 use super::fields::{attributes, object, resource_value, scope_value, timestamp, value};
 use super::proto::{any_value, ExportLogsServiceRequest, LogRecord};
@@ -50,62 +50,73 @@ pub fn to_events(request: ExportLogsServiceRequest, out: &mut Vec<Event>) -> usi
 }
 
 fn record_event(record: LogRecord, resource: Option<&Value>, scope: Option<&Value>) -> Event {
-    let mut e = Event::new();
+    use sluice_event::key;
+    // The fields are pushed in key order, so that the event's map is built in one pass with
+    // no search, no shifting and one allocation.
+    let mut f: Vec<(Key, Value)> = Vec::with_capacity(14);
     let nanos = match record.time_unix_nano {
         0 => record.observed_time_unix_nano,
         t => t,
     };
-    if nanos != 0 {
-        e.set_timestamp(timestamp(nanos));
+    let stamp = match nanos {
+        0 => Timestamp::now(),
+        n => timestamp(n),
+    };
+    f.push((key!("@timestamp"), Value::Timestamp(stamp)));
+    f.push((key!("@version"), Value::String("1".into())));
+    if !record.attributes.is_empty() {
+        f.push((
+            key!("attributes"),
+            Value::Object(attributes(record.attributes)),
+        ));
     }
-    if record.observed_time_unix_nano != 0 {
-        let observed = timestamp(record.observed_time_unix_nano);
-        e.set_field("observed_timestamp", Value::Timestamp(observed));
-    }
+    let mut message = None;
     match record.body.and_then(|b| b.value) {
         None => {}
-        Some(any_value::Value::StringValue(s)) => e.set_field("message", Value::String(s.into())),
+        Some(any_value::Value::StringValue(s)) => message = Some(Value::String(s.into())),
         Some(v @ (any_value::Value::ArrayValue(_) | any_value::Value::KvlistValue(_))) => {
-            e.set_field("body", object([("structured", value(v))]));
+            f.push((key!("body"), object([("structured", value(v))])));
         }
-        Some(scalar) => {
-            let text = value(scalar).to_display_string();
-            e.set_field("message", Value::String(text.into()));
-        }
-    }
-    if !record.severity_text.is_empty() {
-        let level = Value::String(record.severity_text.into());
-        e.set_field("log", object([("level", level)]));
-    }
-    if record.severity_number != 0 {
-        let n = Value::Int(i64::from(record.severity_number));
-        e.set_field("severity_number", n);
-    }
-    if !record.event_name.is_empty() {
-        e.set_field("event_name", Value::String(record.event_name.into()));
-    }
-    if !record.trace_id.is_empty() {
-        let id = Value::String(hex(&record.trace_id).into());
-        e.set_field("trace", object([("id", id)]));
-    }
-    if !record.span_id.is_empty() {
-        let id = Value::String(hex(&record.span_id).into());
-        e.set_field("span", object([("id", id)]));
-    }
-    if !record.attributes.is_empty() {
-        e.set_field("attributes", Value::Object(attributes(record.attributes)));
+        Some(scalar) => message = Some(Value::String(value(scalar).to_display_string().into())),
     }
     if record.dropped_attributes_count != 0 {
         let n = Value::Int(i64::from(record.dropped_attributes_count));
-        e.set_field("dropped_attributes_count", n);
+        f.push((key!("dropped_attributes_count"), n));
+    }
+    if !record.event_name.is_empty() {
+        f.push((key!("event_name"), Value::String(record.event_name.into())));
+    }
+    if !record.severity_text.is_empty() {
+        let level = Value::String(record.severity_text.into());
+        f.push((key!("log"), object([("level", level)])));
+    }
+    if let Some(m) = message {
+        f.push((key!("message"), m));
+    }
+    if record.observed_time_unix_nano != 0 {
+        let observed = timestamp(record.observed_time_unix_nano);
+        f.push((key!("observed_timestamp"), Value::Timestamp(observed)));
     }
     if let Some(r) = resource {
-        e.set_field("resource", r.clone());
+        f.push((key!("resource"), r.clone()));
     }
     if let Some(s) = scope {
-        e.set_field("scope", s.clone());
+        f.push((key!("scope"), s.clone()));
     }
-    e
+    if record.severity_number != 0 {
+        let n = Value::Int(i64::from(record.severity_number));
+        f.push((key!("severity_number"), n));
+    }
+    if !record.span_id.is_empty() {
+        let id = Value::String(hex(&record.span_id).into());
+        f.push((key!("span"), object([("id", id)])));
+    }
+    if !record.trace_id.is_empty() {
+        let id = Value::String(hex(&record.trace_id).into());
+        f.push((key!("trace"), object([("id", id)])));
+    }
+    debug_assert!(f.windows(2).all(|w| w[0].0 < w[1].0), "fields out of order");
+    Event::from_parts(Map::from_sorted_store_unchecked(f), Map::new())
 }
 
 #[cfg(test)]
