@@ -326,8 +326,13 @@ async fn ingest(
     shared: &Shared,
     ctx: &InputContext,
 ) -> Result<(), Failed> {
-    let c = &shared.counters;
     let mut events: Vec<Event> = Vec::new();
+    // The common case, protobuf logs in the default mapping, is read in place.
+    if let (Signal::Logs, Encoding::Protobuf, false) = (signal, encoding, shared.raw) {
+        let decoded = otlp::logs::decode_events(&body, &mut events);
+        drop(body);
+        return queue(signal, decoded, events, shared, ctx).await;
+    }
     let decoded = match (signal, encoding) {
         (Signal::Logs, Encoding::Protobuf) => otlp::logs::decode(&body)
             .map(Export::from)
@@ -351,6 +356,18 @@ async fn ingest(
         (Export::Metrics(r), true) => otlp::raw::metrics_to_events(r, &mut events),
     });
     drop(body);
+    queue(signal, decoded, events, shared, ctx).await
+}
+
+/// Queues a request's `events` (or counts and refuses one that did not decode).
+async fn queue(
+    signal: Signal,
+    decoded: Result<usize, String>,
+    events: Vec<Event>,
+    shared: &Shared,
+    ctx: &InputContext,
+) -> Result<(), Failed> {
+    let c = &shared.counters;
     let n = match decoded {
         Ok(n) => n,
         Err(e) => {

@@ -82,10 +82,11 @@ pub(crate) fn value(v: any_value::Value) -> Value {
     }
 }
 
-pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+/// An object of `pairs` (keys from `key!`, so that the hot paths look no name up).
+pub(crate) fn object<const N: usize>(pairs: [(Key, Value); N]) -> Value {
     let mut m = Map::with_capacity(N);
     for (k, v) in pairs {
-        m.insert(Key::from(k), v);
+        m.insert(k, v);
     }
     Value::Object(m)
 }

@@ -22,10 +22,11 @@
 //! map, the last value is kept. Empty strings and zero counts are left out, as OTLP's
 //! defaults.
 
-use sluice_event::{Event, Key, Map, Timestamp, Value};
+use sluice_event::{key, Event, Key, Map, Timestamp, Value};
 
 use super::fields::{attributes, object, resource_value, scope_value, timestamp, value};
-use super::proto::{any_value, ExportLogsServiceRequest, LogRecord};
+use super::proto::{any_value, AnyValue, ExportLogsServiceRequest, LogRecord};
+use super::wire::Fields;
 use crate::numbers::hex;
 
 /// Decodes an OTLP/protobuf logs export request; an error for bytes that are no such
@@ -49,52 +50,89 @@ pub fn to_events(request: ExportLogsServiceRequest, out: &mut Vec<Event>) -> usi
     out.len() - start
 }
 
+/// What a log record's event is made of, read from a [`LogRecord`] or straight from its
+/// bytes ([`decode_events`]).
+#[derive(Default)]
+struct Parts<'a> {
+    time: u64,
+    observed: u64,
+    severity_number: i32,
+    level: Option<Value>,
+    /// A string body (or a scalar's text) for `message`.
+    message: Option<Value>,
+    /// A map or list body.
+    structured: Option<Value>,
+    attributes: Option<Map>,
+    dropped: u32,
+    trace_id: &'a [u8],
+    span_id: &'a [u8],
+    event_name: Option<Value>,
+}
+
 fn record_event(record: LogRecord, resource: Option<&Value>, scope: Option<&Value>) -> Event {
-    use sluice_event::key;
+    let mut p = Parts {
+        time: record.time_unix_nano,
+        observed: record.observed_time_unix_nano,
+        severity_number: record.severity_number,
+        dropped: record.dropped_attributes_count,
+        trace_id: &record.trace_id,
+        span_id: &record.span_id,
+        ..Parts::default()
+    };
+    match record.body.and_then(|b| b.value) {
+        None => {}
+        Some(any_value::Value::StringValue(s)) => p.message = Some(Value::String(s.into())),
+        Some(v @ (any_value::Value::ArrayValue(_) | any_value::Value::KvlistValue(_))) => {
+            p.structured = Some(value(v));
+        }
+        Some(scalar) => {
+            p.message = Some(Value::String(value(scalar).to_display_string().into()));
+        }
+    }
+    if !record.severity_text.is_empty() {
+        p.level = Some(Value::String(record.severity_text.into()));
+    }
+    if !record.attributes.is_empty() {
+        p.attributes = Some(attributes(record.attributes));
+    }
+    if !record.event_name.is_empty() {
+        p.event_name = Some(Value::String(record.event_name.into()));
+    }
+    assemble(p, resource, scope)
+}
+
+/// The event of a record's parts, with its resource's and scope's objects.
+fn assemble(p: Parts, resource: Option<&Value>, scope: Option<&Value>) -> Event {
     // The fields are pushed in key order, so that the event's map is built in one pass with
     // no search, no shifting and one allocation.
     let mut f: Vec<(Key, Value)> = Vec::with_capacity(14);
-    let nanos = match record.time_unix_nano {
-        0 => record.observed_time_unix_nano,
-        t => t,
-    };
-    let stamp = match nanos {
-        0 => Timestamp::now(),
-        n => timestamp(n),
+    let stamp = match (p.time, p.observed) {
+        (0, 0) => Timestamp::now(),
+        (0, t) | (t, _) => timestamp(t),
     };
     f.push((key!("@timestamp"), Value::Timestamp(stamp)));
     f.push((key!("@version"), Value::String("1".into())));
-    if !record.attributes.is_empty() {
-        f.push((
-            key!("attributes"),
-            Value::Object(attributes(record.attributes)),
-        ));
+    if let Some(a) = p.attributes {
+        f.push((key!("attributes"), Value::Object(a)));
     }
-    let mut message = None;
-    match record.body.and_then(|b| b.value) {
-        None => {}
-        Some(any_value::Value::StringValue(s)) => message = Some(Value::String(s.into())),
-        Some(v @ (any_value::Value::ArrayValue(_) | any_value::Value::KvlistValue(_))) => {
-            f.push((key!("body"), object([("structured", value(v))])));
-        }
-        Some(scalar) => message = Some(Value::String(value(scalar).to_display_string().into())),
+    if let Some(v) = p.structured {
+        f.push((key!("body"), object([(key!("structured"), v)])));
     }
-    if record.dropped_attributes_count != 0 {
-        let n = Value::Int(i64::from(record.dropped_attributes_count));
+    if p.dropped != 0 {
+        let n = Value::Int(i64::from(p.dropped));
         f.push((key!("dropped_attributes_count"), n));
     }
-    if !record.event_name.is_empty() {
-        f.push((key!("event_name"), Value::String(record.event_name.into())));
+    if let Some(name) = p.event_name {
+        f.push((key!("event_name"), name));
     }
-    if !record.severity_text.is_empty() {
-        let level = Value::String(record.severity_text.into());
-        f.push((key!("log"), object([("level", level)])));
+    if let Some(level) = p.level {
+        f.push((key!("log"), object([(key!("level"), level)])));
     }
-    if let Some(m) = message {
+    if let Some(m) = p.message {
         f.push((key!("message"), m));
     }
-    if record.observed_time_unix_nano != 0 {
-        let observed = timestamp(record.observed_time_unix_nano);
+    if p.observed != 0 {
+        let observed = timestamp(p.observed);
         f.push((key!("observed_timestamp"), Value::Timestamp(observed)));
     }
     if let Some(r) = resource {
@@ -103,20 +141,179 @@ fn record_event(record: LogRecord, resource: Option<&Value>, scope: Option<&Valu
     if let Some(s) = scope {
         f.push((key!("scope"), s.clone()));
     }
-    if record.severity_number != 0 {
-        let n = Value::Int(i64::from(record.severity_number));
+    if p.severity_number != 0 {
+        let n = Value::Int(i64::from(p.severity_number));
         f.push((key!("severity_number"), n));
     }
-    if !record.span_id.is_empty() {
-        let id = Value::String(hex(&record.span_id).into());
-        f.push((key!("span"), object([("id", id)])));
+    if !p.span_id.is_empty() {
+        let id = Value::String(hex(p.span_id).into());
+        f.push((key!("span"), object([(key!("id"), id)])));
     }
-    if !record.trace_id.is_empty() {
-        let id = Value::String(hex(&record.trace_id).into());
-        f.push((key!("trace"), object([("id", id)])));
+    if !p.trace_id.is_empty() {
+        let id = Value::String(hex(p.trace_id).into());
+        f.push((key!("trace"), object([(key!("id"), id)])));
     }
     debug_assert!(f.windows(2).all(|w| w[0].0 < w[1].0), "fields out of order");
     Event::from_parts(Map::from_sorted_store_unchecked(f), Map::new())
+}
+
+/// Decodes an OTLP/protobuf logs export request straight into events (appended to `out`),
+/// as [`decode`] then [`to_events`] do, without building the request first: a record's
+/// strings go from the request's bytes into the event's values. Returns how many; on an
+/// error (bytes that are no such request), `out` is left as it was.
+pub fn decode_events(body: &[u8], out: &mut Vec<Event>) -> Result<usize, String> {
+    let start = out.len();
+    let mut request = Fields::new(body);
+    let read = (|| {
+        while let Some((n, f)) = request.next_field()? {
+            if n == 1 {
+                resource_logs(f.bytes()?, out)?;
+            }
+        }
+        Ok(())
+    })();
+    match read {
+        Ok(()) => Ok(out.len() - start),
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
+        }
+    }
+}
+
+/// Protobuf's rule for a message given twice: the two merged (prost's decoder agrees).
+fn merge<M: prost::Message + Default>(into: &mut Option<M>, bytes: &[u8]) -> Result<(), String> {
+    into.get_or_insert_with(M::default)
+        .merge(bytes)
+        .map_err(|e| e.to_string())
+}
+
+fn resource_logs(buf: &[u8], out: &mut Vec<Event>) -> Result<(), String> {
+    let (mut resource, mut schema, mut scopes) = (None, "", Vec::new());
+    let mut fields = Fields::new(buf);
+    while let Some((n, f)) = fields.next_field()? {
+        match n {
+            1 => merge(&mut resource, f.bytes()?)?,
+            2 => scopes.push(f.bytes()?),
+            3 => schema = f.text()?,
+            _ => {}
+        }
+    }
+    let resource = resource_value(resource, schema.to_owned());
+    for s in scopes {
+        scope_logs(s, resource.as_ref(), out)?;
+    }
+    Ok(())
+}
+
+fn scope_logs(buf: &[u8], resource: Option<&Value>, out: &mut Vec<Event>) -> Result<(), String> {
+    let (mut scope, mut schema, mut records) = (None, "", Vec::new());
+    let mut fields = Fields::new(buf);
+    while let Some((n, f)) = fields.next_field()? {
+        match n {
+            1 => merge(&mut scope, f.bytes()?)?,
+            2 => records.push(f.bytes()?),
+            3 => schema = f.text()?,
+            _ => {}
+        }
+    }
+    let scope = scope_value(scope, schema.to_owned());
+    out.reserve(records.len());
+    for r in records {
+        out.push(record_from_wire(r, resource, scope.as_ref())?);
+    }
+    Ok(())
+}
+
+/// A `LogRecord`'s event, its strings read in place.
+fn record_from_wire(
+    buf: &[u8],
+    resource: Option<&Value>,
+    scope: Option<&Value>,
+) -> Result<Event, String> {
+    let mut p = Parts::default();
+    let mut attrs: Option<Map> = None;
+    let mut body: Option<&[u8]> = None;
+    let mut fields = Fields::new(buf);
+    while let Some((n, f)) = fields.next_field()? {
+        match n {
+            1 => p.time = f.fixed64()?,
+            11 => p.observed = f.fixed64()?,
+            2 => p.severity_number = f.varint()? as i32,
+            3 => {
+                let t = f.text()?;
+                p.level = (!t.is_empty()).then(|| Value::String(t.into()));
+            }
+            5 => body = Some(f.bytes()?),
+            6 => {
+                let (k, v) = key_value(f.bytes()?)?;
+                attrs
+                    .get_or_insert_with(|| Map::with_capacity(4))
+                    .insert(k, v);
+            }
+            7 => p.dropped = f.varint()? as u32,
+            8 => {
+                f.fixed32()?;
+            }
+            9 => p.trace_id = f.bytes()?,
+            10 => p.span_id = f.bytes()?,
+            12 => {
+                let t = f.text()?;
+                p.event_name = (!t.is_empty()).then(|| Value::String(t.into()));
+            }
+            _ => {}
+        }
+    }
+    p.attributes = attrs;
+    if let Some(b) = body {
+        match any_from_wire(b)? {
+            Some(v @ (Value::Object(_) | Value::Array(_))) => p.structured = Some(v),
+            Some(Value::String(s)) => p.message = Some(Value::String(s)),
+            Some(scalar) => p.message = Some(Value::String(scalar.to_display_string().into())),
+            None => {}
+        }
+    }
+    Ok(assemble(p, resource, scope))
+}
+
+/// A `KeyValue`: its key (interned from the bytes) and value.
+fn key_value(buf: &[u8]) -> Result<(Key, Value), String> {
+    let (mut key, mut value) = ("", None);
+    let mut fields = Fields::new(buf);
+    while let Some((n, f)) = fields.next_field()? {
+        match n {
+            1 => key = f.text()?,
+            2 => value = any_from_wire(f.bytes()?)?,
+            _ => {}
+        }
+    }
+    Ok((Key::from(key), value.unwrap_or(Value::Null)))
+}
+
+/// An `AnyValue`: strings, booleans, integers and doubles read in place; lists, maps and
+/// bytes through prost and [`super::fields::any`]. `None` when unset.
+fn any_from_wire(buf: &[u8]) -> Result<Option<Value>, String> {
+    let mut fields = Fields::new(buf);
+    let mut last = None;
+    let mut nested = false;
+    while let Some((n, f)) = fields.next_field()? {
+        last = match n {
+            1 => Some(Value::String(f.text()?.into())),
+            2 => Some(Value::Bool(f.varint()? != 0)),
+            3 => Some(Value::Int(f.varint()? as i64)),
+            4 => Some(Value::Float(f64::from_bits(f.fixed64()?))),
+            5..=7 => {
+                nested = true;
+                None
+            }
+            _ => continue,
+        };
+    }
+    if nested {
+        let v: AnyValue = prost::Message::decode(buf).map_err(|e| e.to_string())?;
+        return Ok(v.value.map(value));
+    }
+    Ok(last)
 }
 
 #[cfg(test)]
@@ -389,5 +586,131 @@ pub(crate) mod tests {
         bytes[name] = 0xff;
         assert!(decode(&bytes).is_err());
         assert_eq!(decode(&[]).unwrap(), ExportLogsServiceRequest::default());
+    }
+
+    /// The events of both decoders (the requests' records all have a time, so that the
+    /// events do not depend on when they are made).
+    fn both(bytes: &[u8]) -> (Result<Vec<Event>, String>, Result<Vec<Event>, String>) {
+        let via_prost = decode(bytes).map_err(|e| e.to_string()).map(|r| {
+            let mut out = Vec::new();
+            to_events(r, &mut out);
+            out
+        });
+        let mut out = vec![Event::new()];
+        let direct = decode_events(bytes, &mut out).map(|n| {
+            assert_eq!(n + 1, out.len());
+            out.split_off(1)
+        });
+        if direct.is_err() {
+            assert_eq!(out.len(), 1, "an error leaves out as it was");
+        }
+        (via_prost, direct)
+    }
+
+    /// Reading in place makes the events prost's decoding and [`to_events`] make, for the
+    /// golden request and for many random ones (every value type, empty and repeated
+    /// fields, several resources and scopes); and refuses what prost refuses.
+    #[test]
+    fn reading_in_place_matches_decoding() {
+        let (a, b) = both(&golden_request().encode_to_vec());
+        assert_eq!(a.unwrap(), b.unwrap());
+        let mut rng = fastrand::Rng::with_seed(42);
+        for round in 0..300 {
+            let req = random_request(&mut rng);
+            let bytes = req.encode_to_vec();
+            let (a, b) = both(&bytes);
+            assert_eq!(a.unwrap(), b.unwrap(), "round {round}: {req:?}");
+            // Cut short, or with a byte flipped: both refuse, or both read the same.
+            let mut broken = bytes.clone();
+            if !broken.is_empty() {
+                let i = rng.usize(..broken.len());
+                if rng.bool() {
+                    broken.truncate(i);
+                } else {
+                    broken[i] ^= 1 << rng.u8(..8);
+                }
+            }
+            match both(&broken) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "round {round}: {broken:?}"),
+                (Err(_), Err(_)) => {}
+                (a, b) => panic!(
+                    "round {round}: prost {:?}, in place {:?}",
+                    a.map(|e| e.len()),
+                    b.map(|e| e.len())
+                ),
+            }
+        }
+    }
+
+    fn random_any(rng: &mut fastrand::Rng, depth: u32) -> Option<AnyValue> {
+        let text = |rng: &mut fastrand::Rng| {
+            let n = rng.usize(..40);
+            (0..n).map(|_| rng.alphanumeric()).collect::<String>()
+        };
+        let v = match rng.u8(..if depth > 1 { 5 } else { 8 }) {
+            0 => any_value::Value::StringValue(text(rng)),
+            1 => any_value::Value::BoolValue(rng.bool()),
+            2 => any_value::Value::IntValue(rng.i64(..)),
+            3 => any_value::Value::DoubleValue(rng.f64() * 1e6),
+            4 => return None,
+            5 => any_value::Value::ArrayValue(ArrayValue {
+                values: (0..rng.usize(..3))
+                    .filter_map(|_| random_any(rng, depth + 1))
+                    .collect(),
+            }),
+            6 => any_value::Value::KvlistValue(KeyValueList {
+                values: (0..rng.usize(..3))
+                    .map(|i| kv(&format!("k{i}"), random_any(rng, depth + 1)))
+                    .collect(),
+            }),
+            _ => any_value::Value::BytesValue(text(rng).into_bytes()),
+        };
+        Some(AnyValue { value: Some(v) })
+    }
+
+    fn random_request(rng: &mut fastrand::Rng) -> ExportLogsServiceRequest {
+        let mut req = golden_request();
+        let template = req.resource_logs[0].clone();
+        req.resource_logs.clear();
+        for _ in 0..rng.usize(1..3) {
+            let mut rl = template.clone();
+            if rng.bool() {
+                rl.resource = None;
+            }
+            let sl = rl.scope_logs[0].clone();
+            rl.scope_logs = (0..rng.usize(..3)).map(|_| sl.clone()).collect();
+            for sl in &mut rl.scope_logs {
+                sl.log_records = (0..rng.usize(..4))
+                    .map(|_| {
+                        let keys = ["a", "b", "a", "http.method", "c"];
+                        LogRecord {
+                            time_unix_nano: rng.u64(1..u64::MAX / 2),
+                            observed_time_unix_nano: if rng.bool() {
+                                rng.u64(..u64::MAX / 2)
+                            } else {
+                                0
+                            },
+                            severity_number: rng.i32(-3..25),
+                            severity_text: ["", "INFO", "WARN"][rng.usize(..3)].into(),
+                            body: random_any(rng, 0),
+                            attributes: (0..rng.usize(..5))
+                                .map(|i| kv(keys[i], random_any(rng, 0)))
+                                .collect(),
+                            dropped_attributes_count: rng.u32(..3),
+                            flags: rng.u32(..),
+                            trace_id: if rng.bool() {
+                                (0..16).collect()
+                            } else {
+                                Vec::new()
+                            },
+                            span_id: if rng.bool() { vec![7; 8] } else { Vec::new() },
+                            event_name: ["", "e.x"][rng.usize(..2)].into(),
+                        }
+                    })
+                    .collect();
+            }
+            req.resource_logs.push(rl);
+        }
+        req
     }
 }

@@ -21,3 +21,4 @@ pub mod metrics;
 pub mod proto;
 pub mod raw;
 pub mod traces;
+mod wire;

@@ -15,7 +15,7 @@
 //! | `links` | `[links]`: `trace_id`, `span_id`, `trace_state`, `attributes`, `dropped_attributes_count` each |
 //! | the resource and the scope | `[resource]` and `[scope]`, as for logs |
 
-use sluice_event::{Event, Key, Map, Value};
+use sluice_event::{key, Event, Key, Map, Value};
 
 use super::fields::{add_attributes, attributes, object, resource_value, scope_value, timestamp};
 use super::proto::{ExportTraceServiceRequest, Span, SpanEvent, SpanLink};
@@ -74,10 +74,10 @@ fn span_event(span: Span, resource: Option<&Value>, scope: Option<&Value>) -> Ev
     let mut put = |k: &str, v: Value| e.set_field(k, v);
     let id = |bytes: &[u8]| Value::String(hex(bytes).into());
     if !span.trace_id.is_empty() {
-        put("trace", object([("id", id(&span.trace_id))]));
+        put("trace", object([(key!("id"), id(&span.trace_id))]));
     }
     if !span.span_id.is_empty() {
-        put("span", object([("id", id(&span.span_id))]));
+        put("span", object([(key!("id"), id(&span.span_id))]));
     }
     if !span.parent_span_id.is_empty() {
         put("parent_span_id", id(&span.parent_span_id));
