@@ -11,12 +11,11 @@ use sluice_event::Value;
 /// `bytes` as lower-case hexadecimal, two digits a byte.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
+    let mut out = Vec::with_capacity(bytes.len() * 2);
     for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
+        out.extend_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]);
     }
-    out
+    String::from_utf8(out).expect("hexadecimal digits are ASCII")
 }
 
 /// `text` without its leading `+` or `-`, and whether that was a `-`.

@@ -65,6 +65,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The next field's number and payload; `None` at the end.
+    #[inline]
     pub fn next_field(&mut self) -> Result<Option<(u32, Field<'a>)>, String> {
         if self.buf.is_empty() {
             return Ok(None);
@@ -100,7 +101,19 @@ impl<'a> Fields<'a> {
         Ok(head)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, String> {
+        // Most varints here (keys, lengths, small numbers) are one byte.
+        if let Some((&b, rest)) = self.buf.split_first() {
+            if b < 0x80 {
+                self.buf = rest;
+                return Ok(u64::from(b));
+            }
+        }
+        self.long_varint()
+    }
+
+    fn long_varint(&mut self) -> Result<u64, String> {
         let mut v: u64 = 0;
         for i in 0..10 {
             let Some((&b, rest)) = self.buf.split_first() else {
