@@ -302,7 +302,22 @@ fn json_bodies_and_bad_requests() {
 
 /// Runs one gRPC call with grpcio (`tests/otlp/grpc_call.py`): the status's name and details.
 fn grpc_call(python: &Path, port: u16, method: &str, body_hex: &str, auth: Option<&str>) -> String {
+    grpc_call_with(python, port, method, body_hex, auth, None)
+}
+
+/// As [`grpc_call`], over TLS trusting `ca` when given.
+fn grpc_call_with(
+    python: &Path,
+    port: u16,
+    method: &str,
+    body_hex: &str,
+    auth: Option<&str>,
+    ca: Option<&Path>,
+) -> String {
     let mut cmd = Command::new(python);
+    if let Some(ca) = ca {
+        cmd.env("SLUICE_GRPC_CA", ca);
+    }
     cmd.arg(format!(
         "{}/tests/otlp/grpc_call.py",
         env!("CARGO_MANIFEST_DIR")
@@ -433,6 +448,83 @@ fn the_python_sdk_sends_metrics_into_the_input() {
         assert_eq!(gauge[0]["metrics"]["shop.temperature"], 21.5);
         assert_eq!(gauge[0]["metric"]["type"], "gauge");
     }
+    r.signal("-TERM");
+    assert!(r.exit(30).success(), "{}", r.log());
+}
+
+/// `bearer_token`: HTTP and gRPC requests need `Authorization: Bearer <token>`. With the
+/// `ssl_*` options, gRPC goes over TLS (HTTP/2 by ALPN): grpcio trusting the CA gets in,
+/// and so does sluice's own output over gRPC with TLS.
+#[test]
+fn grpc_over_tls_and_bearer_tokens() {
+    let Some(python) = net_support::otel_python() else {
+        return;
+    };
+    let dir = temp_dir("otlp", "grpc-tls");
+    let Some(certs) = net_support::certs(&dir.join("certs")) else {
+        return;
+    };
+    let tls = format!(
+        r#"bearer_token => "s3cret" ssl_enabled => true ssl_certificate => "{}" ssl_key => "{}""#,
+        certs.server_cert.display(),
+        certs.server_key.display()
+    );
+    let (mut r, out, port, grpc_port) = start_with("grpc-tls-in", &tls);
+    let ca = Some(certs.ca.as_path());
+    let call = |auth| grpc_call_with(&python, grpc_port, LOGS, ONE_RECORD, auth, ca);
+    assert!(call(None).starts_with("UNAUTHENTICATED"));
+    assert!(call(Some("Bearer wrong")).starts_with("UNAUTHENTICATED"));
+    assert_eq!(call(Some("Bearer s3cret")), "OK");
+    // OTLP/HTTP over TLS with the same token.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(
+            ureq::tls::TlsConfig::builder()
+                .root_certs(ureq::tls::RootCerts::new_with_certs(&[
+                    ureq::tls::Certificate::from_pem(&std::fs::read(&certs.ca).unwrap())
+                        .unwrap()
+                        .to_owned(),
+                ]))
+                .build(),
+        )
+        .build()
+        .into();
+    let url = format!("https://127.0.0.1:{port}/v1/logs");
+    let send = |auth: &str| {
+        agent
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .header("Authorization", auth)
+            .send(r#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"over https"}}]}]}]}"#)
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(send("Bearer nope"), 401);
+    assert_eq!(send("Bearer s3cret"), 200);
+    // sluice's output, over gRPC with TLS.
+    let sender = format!(
+        r#"input {{ generator {{ count => 3 message => "from sluice" }} }}
+           output {{ opentelemetry {{ url => "https://127.0.0.1:{grpc_port}" protocol => "grpc"
+             headers => {{ "Authorization" => "Bearer s3cret" }}
+             ssl_certificate_authorities => ["{}"] }} }}"#,
+        certs.ca.display()
+    );
+    let sdir = dir.join("sender");
+    std::fs::create_dir_all(sdir.join("settings")).unwrap();
+    let mut sender = Run::start(&sdir, "", &[], &sender, Stdio::null(), Stdio::null());
+    assert!(sender.exit(60).success(), "{}", sender.log());
+    let events = lines(&r.wait_lines(&out, 5, 30));
+    let messages: Vec<&str> = events
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages.iter().filter(|m| **m == "from sluice").count(),
+        3,
+        "{messages:?}"
+    );
+    assert!(messages.contains(&"hi") && messages.contains(&"over https"));
     r.signal("-TERM");
     assert!(r.exit(30).success(), "{}", r.log());
 }

@@ -15,7 +15,7 @@
 //! `mapping => raw` keeps OTLP's own JSON shape under `[otel]` instead ([`crate::otlp::raw`]).
 //!
 //! Options: `host` (0.0.0.0), `port`, `grpc_port`, `grpc`, `mapping` (`ecs`, `raw`),
-//! `user`/`password` (basic auth, on both), the `ssl_*` options of every server input,
+//! `user`/`password` (basic auth) or `bearer_token` (`Authorization: Bearer ...`), on both, the `ssl_*` options of every server input,
 //! `max_content_length` (64 MiB, before and after gzip is undone: 413 past it),
 //! `max_pending_requests` (200) and `threads`.
 //!
@@ -57,7 +57,17 @@ struct Shared {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
-    let settings = http_server::settings(opts, "opentelemetry", 4318, 64 << 20)?;
+    let mut settings = http_server::settings(opts, "opentelemetry", 4318, 64 << 20)?;
+    // A bearer token (as the collector's bearertokenauth sends it), instead of a password.
+    if let Some(token) = opts.string("bearer_token")? {
+        if settings.auth.is_some() {
+            return Err(opts.error("bearer_token", "goes without user and password"));
+        }
+        if token.is_empty() {
+            return Err(opts.error("bearer_token", "must not be empty"));
+        }
+        settings.auth = Some(format!("Bearer {token}"));
+    }
     let grpc_port = net::port(opts, "grpc_port", Some(4317))?;
     let raw = opts.choice("mapping", &["ecs", "raw"], "ecs")? == "raw";
     let grpc = match opts.boolean_or("grpc", true)? {
