@@ -40,6 +40,8 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     r.add_input("stdin", inputs::stdin::build);
     r.add_input("generator", inputs::generator::build);
+    r.add_input("heartbeat", inputs::heartbeat::build);
+    r.add_input("exec", inputs::exec::build);
     r.add_input("file", inputs::file::build);
     r.add_input("redis", inputs::redis::build);
     r.add_input("pipeline", inputs::pipeline::build);

@@ -3,8 +3,10 @@
 pub mod beats;
 pub mod dead_letter_queue;
 pub mod elasticsearch;
+pub mod exec;
 pub mod file;
 pub mod generator;
+pub mod heartbeat;
 pub mod http;
 pub mod http_poller;
 pub mod opentelemetry;
