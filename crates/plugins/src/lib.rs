@@ -45,6 +45,7 @@ pub fn registry() -> Registry {
     r.add_input("file", inputs::file::build);
     r.add_input("redis", inputs::redis::build);
     r.add_input("pipeline", inputs::pipeline::build);
+    r.add_input("pipe", inputs::pipe::build);
     r.add_input("dead_letter_queue", inputs::dead_letter_queue::build);
     r.add_input("beats", inputs::beats::build);
     // Logstash's alias registry: Fleet's documented `elastic_agent { port => 5044 }` is the
@@ -114,6 +115,7 @@ pub fn registry() -> Registry {
     r.add_output("redis", outputs::redis::build);
     r.add_output("rabbitmq", outputs::rabbitmq::build);
     r.add_output("pipeline", outputs::pipeline::build);
+    r.add_output("pipe", outputs::pipe::build);
     r.add_output("http", outputs::http::build);
     r.add_output("opentelemetry", outputs::opentelemetry::build);
     r.add_output("s3", outputs::s3::build);

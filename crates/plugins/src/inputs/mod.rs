@@ -10,6 +10,7 @@ pub mod heartbeat;
 pub mod http;
 pub mod http_poller;
 pub mod opentelemetry;
+pub mod pipe;
 pub mod pipeline;
 pub mod rabbitmq;
 pub mod redis;

@@ -5,6 +5,7 @@ pub mod file;
 pub mod http;
 pub mod null;
 pub mod opentelemetry;
+pub mod pipe;
 pub mod pipeline;
 pub mod rabbitmq;
 pub mod redis;
