@@ -11,7 +11,8 @@
 //! [`HttpError::NoneAlive`]; the caller retries with back-off.
 //!
 //! Responses of any status are returned as they are: what a status means is the caller's
-//! business. Only failures to get a response at all are errors.
+//! business. Only failures to get a response at all are errors. [`gzip`] compresses request
+//! bodies for the outputs that send them compressed.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -655,6 +656,44 @@ impl Pool {
             }
         }
     }
+}
+
+/// `data` as a gzip member (a request body with `Content-Encoding: gzip`), at deflate
+/// `level` (1: fast). Each worker thread keeps its deflate state between requests (it
+/// is hundreds of kilobytes, which a fresh encoder per request would allocate and zero).
+pub fn gzip(data: &[u8], level: u32) -> Vec<u8> {
+    use flate2::{Compress, Compression, FlushCompress, Status};
+    thread_local! {
+        static DEFLATE: std::cell::RefCell<Option<(u32, Compress)>> = const { std::cell::RefCell::new(None) };
+    }
+    // Header: magic, deflate, no flags, no time, no extra flags, unknown OS.
+    let mut out = Vec::with_capacity(data.len() / 4 + 64);
+    out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+    DEFLATE.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.as_ref().is_none_or(|(l, _)| *l != level) {
+            *cell = Some((level, Compress::new(Compression::new(level), false)));
+        }
+        let (_, c) = cell.as_mut().expect("just set");
+        c.reset();
+        let start = c.total_in();
+        loop {
+            let done = (c.total_in() - start) as usize;
+            if out.capacity() - out.len() < 1024 {
+                out.reserve(out.capacity().max(4096));
+            }
+            match c.compress_vec(&data[done..], &mut out, FlushCompress::Finish) {
+                Ok(Status::StreamEnd) => break,
+                Ok(_) => {}
+                Err(e) => unreachable!("deflate of an in-memory buffer failed: {e}"),
+            }
+        }
+    });
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
 }
 
 #[cfg(test)]

@@ -413,14 +413,7 @@ impl Client {
 
 /// `message` gzip-compressed, with gRPC's length prefix and its compressed flag.
 pub fn frame_gzip(message: &[u8]) -> Vec<u8> {
-    use std::io::Write as _;
-    let mut gz = flate2::write::GzEncoder::new(
-        Vec::with_capacity(message.len() / 4 + 64),
-        flate2::Compression::fast(),
-    );
-    gz.write_all(message).expect("writing to memory");
-    let packed = gz.finish().expect("writing to memory");
-    let mut out = frame(&packed);
+    let mut out = frame(&crate::http::gzip(message, 1));
     out[0] = 1;
     out
 }

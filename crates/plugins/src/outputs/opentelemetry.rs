@@ -20,7 +20,6 @@
 //!
 //! The batch is acknowledged once its requests are answered for good.
 
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -170,14 +169,7 @@ impl OtlpOutput {
             (Transport::Grpc(_), true) => grpc::frame_gzip(&raw),
             (Transport::Grpc(_), false) => grpc::frame(&raw),
             (Transport::Http(_), false) => raw,
-            (Transport::Http(_), true) => {
-                let mut gz = flate2::write::GzEncoder::new(
-                    Vec::with_capacity(raw.len() / 4 + 64),
-                    flate2::Compression::fast(),
-                );
-                gz.write_all(&raw).expect("writing to memory");
-                gz.finish().expect("writing to memory")
-            }
+            (Transport::Http(_), true) => crate::http::gzip(&raw, 1),
         }
     }
 
