@@ -12,19 +12,11 @@ use std::time::{Duration, Instant};
 
 use run_support::{temp_dir, Run};
 
-fn udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn datagrams_become_events_with_the_senders_address() {
     let dir = temp_dir("udp", "plain");
     let out = dir.join("out.json");
-    let port = udp_port();
+    let port = net_support::free_udp_port();
     let config = format!(
         r#"input {{ udp {{ port => {port} host => "127.0.0.1" codec => json workers => 2 }} }}
            output {{ file {{ path => "{}" }} }}"#,
@@ -70,7 +62,7 @@ fn kernel_drops_are_counted_exactly() {
         .unwrap()
         .success();
     assert!(ok, "mkfifo");
-    let port = udp_port();
+    let port = net_support::free_udp_port();
     let config = format!(
         r#"input {{ udp {{ port => {port} host => "127.0.0.1" workers => 1 receive_buffer_bytes => 16384 }} }}
            output {{ file {{ path => "{}" codec => line {{ format => "%{{message}}" }} }} }}"#,

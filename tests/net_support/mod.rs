@@ -17,6 +17,16 @@ pub fn free_port() -> u16 {
 
 /// A connection to 127.0.0.1:`port`, retried until something listens there (at most
 /// `secs` seconds).
+/// A UDP port free on 127.0.0.1 when asked.
+#[allow(dead_code)]
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub fn connect(port: u16, secs: u64) -> std::net::TcpStream {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
@@ -63,6 +73,34 @@ pub fn otel_python() -> Option<PathBuf> {
         missing("the OpenTelemetry Python SDK (scripts/otel-python)");
     }
     p
+}
+
+/// The python of the peer libraries (graypy, pygelf, aiosmtpd): `SLUICE_PEERS_PYTHON`, else
+/// what `scripts/python-peers` makes; `None` (after [`missing`]) when it cannot be had.
+#[allow(dead_code)]
+pub fn peers_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SLUICE_PEERS_PYTHON").map(PathBuf::from) {
+        if p.exists() {
+            return Some(p);
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let made = Command::new(root.join("scripts/python-peers"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.trim()
+                .strip_prefix("SLUICE_PEERS_PYTHON=")
+                .map(PathBuf::from)
+        })
+        .filter(|p| p.exists());
+    if made.is_none() {
+        missing("the Python peer libraries (scripts/python-peers)");
+    }
+    made
 }
 
 /// The go-lumber client binary, built when missing; `None` (after [`missing`]) without Go.

@@ -662,19 +662,40 @@ impl Pool {
 /// `level` (1: fast). Each worker thread keeps its deflate state between requests (it
 /// is hundreds of kilobytes, which a fresh encoder per request would allocate and zero).
 pub fn gzip(data: &[u8], level: u32) -> Vec<u8> {
-    use flate2::{Compress, Compression, FlushCompress, Status};
-    thread_local! {
-        static DEFLATE: std::cell::RefCell<Option<(u32, Compress)>> = const { std::cell::RefCell::new(None) };
-    }
     // Header: magic, deflate, no flags, no time, no extra flags, unknown OS.
     let mut out = Vec::with_capacity(data.len() / 4 + 64);
     out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+    deflate(data, level, false, &mut out);
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
+/// `data` zlib-compressed (RFC 1950, what GELF's UDP messages are), as [`gzip`] does it.
+pub fn zlib(data: &[u8], level: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() / 4 + 64);
+    deflate(data, level, true, &mut out);
+    out
+}
+
+/// Deflates `data` onto `out` (with zlib's header and checksum when `zlib`), with this
+/// thread's compressor, reset rather than made again.
+fn deflate(data: &[u8], level: u32, zlib: bool, out: &mut Vec<u8>) {
+    use flate2::{Compress, Compression, FlushCompress, Status};
+    thread_local! {
+        static DEFLATE: std::cell::RefCell<Option<(u32, bool, Compress)>> = const { std::cell::RefCell::new(None) };
+    }
     DEFLATE.with(|cell| {
         let mut cell = cell.borrow_mut();
-        if cell.as_ref().is_none_or(|(l, _)| *l != level) {
-            *cell = Some((level, Compress::new(Compression::new(level), false)));
+        if cell
+            .as_ref()
+            .is_none_or(|(l, z, _)| (*l, *z) != (level, zlib))
+        {
+            *cell = Some((level, zlib, Compress::new(Compression::new(level), zlib)));
         }
-        let (_, c) = cell.as_mut().expect("just set");
+        let (_, _, c) = cell.as_mut().expect("just set");
         c.reset();
         let start = c.total_in();
         loop {
@@ -682,18 +703,13 @@ pub fn gzip(data: &[u8], level: u32) -> Vec<u8> {
             if out.capacity() - out.len() < 1024 {
                 out.reserve(out.capacity().max(4096));
             }
-            match c.compress_vec(&data[done..], &mut out, FlushCompress::Finish) {
+            match c.compress_vec(&data[done..], out, FlushCompress::Finish) {
                 Ok(Status::StreamEnd) => break,
                 Ok(_) => {}
                 Err(e) => unreachable!("deflate of an in-memory buffer failed: {e}"),
             }
         }
     });
-    let mut crc = flate2::Crc::new();
-    crc.update(data);
-    out.extend_from_slice(&crc.sum().to_le_bytes());
-    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    out
 }
 
 #[cfg(test)]

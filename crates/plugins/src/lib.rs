@@ -13,6 +13,7 @@ pub mod ecs;
 pub mod es;
 pub mod field;
 pub mod filters;
+pub mod gelf;
 pub mod http;
 pub mod http_server;
 pub mod inputs;
@@ -40,6 +41,7 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     r.add_input("stdin", inputs::stdin::build);
     r.add_input("generator", inputs::generator::build);
+    r.add_input("gelf", inputs::gelf::build);
     r.add_input("heartbeat", inputs::heartbeat::build);
     r.add_input("exec", inputs::exec::build);
     r.add_input("file", inputs::file::build);
@@ -115,6 +117,7 @@ pub fn registry() -> Registry {
     r.add_output("redis", outputs::redis::build);
     r.add_output("rabbitmq", outputs::rabbitmq::build);
     r.add_output("pipeline", outputs::pipeline::build);
+    r.add_output("gelf", outputs::gelf::build);
     r.add_output("pipe", outputs::pipe::build);
     r.add_output("http", outputs::http::build);
     r.add_output("opentelemetry", outputs::opentelemetry::build);

@@ -5,6 +5,7 @@ pub mod dead_letter_queue;
 pub mod elasticsearch;
 pub mod exec;
 pub mod file;
+pub mod gelf;
 pub mod generator;
 pub mod heartbeat;
 pub mod http;

@@ -170,7 +170,7 @@ impl UdpInput {
 }
 
 /// Waits up to `ms` for a datagram.
-fn wait_readable(socket: &UdpSocket, ms: i32) -> bool {
+pub(crate) fn wait_readable(socket: &UdpSocket, ms: i32) -> bool {
     let mut fd = libc::pollfd {
         fd: socket.as_raw_fd(),
         events: libc::POLLIN,

@@ -2,6 +2,7 @@
 
 pub mod elasticsearch;
 pub mod file;
+pub mod gelf;
 pub mod http;
 pub mod null;
 pub mod opentelemetry;
