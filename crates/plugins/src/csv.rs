@@ -123,27 +123,69 @@ pub fn parse_line(
 /// the separator, a quote, `\r` or `\n`, or is empty; a missing (nil) field is nothing;
 /// the row ends with `\n`.
 pub fn generate_line(fields: &[Option<String>], sep: &str, quote: Option<char>, out: &mut Vec<u8>) {
-    for (i, f) in fields.iter().enumerate() {
-        if i > 0 {
-            out.extend_from_slice(sep.as_bytes());
-        }
-        let Some(text) = f else { continue };
-        let needs = text.is_empty()
-            || text.contains(sep)
-            || text.contains(['\r', '\n'])
-            || quote.is_some_and(|q| text.contains(q));
-        match quote.filter(|_| needs) {
-            Some(q) => {
-                let mut buf = [0u8; 4];
-                let q_text: &str = q.encode_utf8(&mut buf);
-                out.extend_from_slice(q_text.as_bytes());
-                out.extend_from_slice(text.replace(q, &format!("{q}{q}")).as_bytes());
-                out.extend_from_slice(q_text.as_bytes());
-            }
-            None => out.extend_from_slice(text.as_bytes()),
+    let format = RowFormat {
+        sep: sep.to_owned(),
+        quote,
+        ..RowFormat::default()
+    };
+    format.write(fields, out);
+}
+
+/// How [`RowFormat::write`] writes a row: Ruby's `to_csv` options `col_sep`, `row_sep`,
+/// `quote_char`, `force_quotes` and `quote_empty`.
+#[derive(Debug, Clone)]
+pub struct RowFormat {
+    pub sep: String,
+    pub row_sep: String,
+    pub quote: Option<char>,
+    /// Every field quoted (nil ones too, as `""`).
+    pub force_quotes: bool,
+    /// An empty string quoted (`""`), so that it differs from nil (Ruby's default).
+    pub quote_empty: bool,
+}
+
+impl Default for RowFormat {
+    fn default() -> Self {
+        RowFormat {
+            sep: ",".into(),
+            row_sep: "\n".into(),
+            quote: Some('"'),
+            force_quotes: false,
+            quote_empty: true,
         }
     }
-    out.push(b'\n');
+}
+
+impl RowFormat {
+    /// Appends one row.
+    pub fn write(&self, fields: &[Option<String>], out: &mut Vec<u8>) {
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(self.sep.as_bytes());
+            }
+            let text = match f {
+                Some(t) => t.as_str(),
+                None if self.force_quotes => "",
+                None => continue,
+            };
+            let needs = self.force_quotes
+                || (text.is_empty() && self.quote_empty)
+                || (!text.is_empty() && text.contains(self.sep.as_str()))
+                || text.contains(['\r', '\n'])
+                || self.quote.is_some_and(|q| text.contains(q));
+            match self.quote.filter(|_| needs) {
+                Some(q) => {
+                    let mut buf = [0u8; 4];
+                    let q_text: &str = q.encode_utf8(&mut buf);
+                    out.extend_from_slice(q_text.as_bytes());
+                    out.extend_from_slice(text.replace(q, &format!("{q}{q}")).as_bytes());
+                    out.extend_from_slice(q_text.as_bytes());
+                }
+                None => out.extend_from_slice(text.as_bytes()),
+            }
+        }
+        out.extend_from_slice(self.row_sep.as_bytes());
+    }
 }
 
 /// The name of column `i` (from 0): its name in `columns`, else `column<i+1>` when names are

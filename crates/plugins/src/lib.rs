@@ -117,12 +117,14 @@ pub fn registry() -> Registry {
     r.add_output("redis", outputs::redis::build);
     r.add_output("rabbitmq", outputs::rabbitmq::build);
     r.add_output("pipeline", outputs::pipeline::build);
+    r.add_output("csv", outputs::csv::build);
     r.add_output("gelf", outputs::gelf::build);
     r.add_output("pipe", outputs::pipe::build);
     r.add_output("http", outputs::http::build);
     r.add_output("opentelemetry", outputs::opentelemetry::build);
     r.add_output("s3", outputs::s3::build);
     r.add_output("tcp", outputs::tcp::build);
+    r.add_output("syslog", outputs::syslog::build);
     r.add_output("udp", outputs::udp::build);
     r.add_output("elasticsearch", outputs::elasticsearch::build);
     r.add_output("opensearch", outputs::elasticsearch::build_opensearch);

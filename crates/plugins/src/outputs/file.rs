@@ -62,6 +62,16 @@ impl State {
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
+    let codec = opts.codec("json_lines")?;
+    build_with(opts, codec)
+}
+
+/// The file output's options read from `opts`, each event written with `codec` (the csv
+/// output is this output with its own encoder).
+pub fn build_with(
+    opts: &mut Options,
+    codec: Box<dyn Codec>,
+) -> Result<Box<dyn Output>, ConfigError> {
     let path = opts.required_string("path")?;
     if opts.boolean_or("gzip", false)? {
         return Err(opts.error("gzip", "gzip output is not supported yet"));
@@ -99,7 +109,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         create_if_deleted: opts.boolean_or("create_if_deleted", true)?,
         stale_cleanup,
         state: Mutex::new(State {
-            codec: opts.codec("json_lines")?,
+            codec,
             files: HashMap::new(),
             active: HashSet::new(),
             last_cleanup: Instant::now(),

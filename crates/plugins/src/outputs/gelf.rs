@@ -15,18 +15,23 @@
 //! uncompressed, each message ended by a zero byte, over one connection kept open; a batch
 //! whose write fails is tried again after reconnecting.
 
-use std::io::Write;
-use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::sync::Mutex;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use sluice_event::{Event, FieldRef, Key, Map, Template, Value};
-use sluice_pipeline::{ConfigError, Options, Output, OutputError, WriteContext};
+use sluice_pipeline::{Codec, ConfigError, Options, Output, OutputError, WriteContext};
 
-pub struct GelfOutput {
+/// Over UDP: each message compressed, in chunks when it does not fit one datagram.
+pub struct GelfUdp {
     target: SocketAddr,
-    transport: Transport,
+    socket: UdpSocket,
     chunk_size: usize,
+    messages: Messages,
+}
+
+/// How an event becomes a GELF message; as a codec, the TCP framing (JSON and a zero byte).
+#[derive(Clone)]
+struct Messages {
     sender: Template,
     /// Each `level` entry, with whether it names fields (and so may not resolve).
     levels: Vec<(Template, bool)>,
@@ -40,13 +45,6 @@ pub struct GelfOutput {
     full_message: Template,
     short_message: FieldRef,
 }
-
-enum Transport {
-    Udp(UdpSocket),
-    Tcp(Mutex<Option<TcpStream>>),
-}
-
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     let host = opts.required_string("host")?;
@@ -104,29 +102,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     let short_name = opts.string_or("short_message", "short_message")?;
     let short_message =
         FieldRef::parse(&short_name).map_err(|e| opts.error("short_message", e.to_string()))?;
-    use std::net::ToSocketAddrs;
-    let target = (host.as_str(), port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| opts.error("host", format!("cannot resolve {host:?}")))?;
-    let transport =
-        if tcp {
-            Transport::Tcp(Mutex::new(None))
-        } else {
-            let bind = if target.is_ipv6() {
-                "[::]:0"
-            } else {
-                "0.0.0.0:0"
-            };
-            Transport::Udp(UdpSocket::bind(bind).map_err(|e| {
-                opts.plugin_error(format!("gelf output: cannot open a socket: {e}"))
-            })?)
-        };
-    Ok(Box::new(GelfOutput {
-        target,
-        transport,
-        chunk_size: chunk_size as usize,
+    let messages = Messages {
         sender,
         levels,
         facility,
@@ -138,80 +114,73 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         custom,
         full_message,
         short_message,
+    };
+    if tcp {
+        return Ok(Box::new(super::tcp::client(
+            "gelf output",
+            crate::net::address(&host, port),
+            Box::new(messages),
+            Duration::from_secs(1),
+            None,
+        )));
+    }
+    let (target, socket) = super::udp::socket_to(opts, &host, port)?;
+    Ok(Box::new(GelfUdp {
+        target,
+        socket,
+        chunk_size: chunk_size as usize,
+        messages,
     }))
 }
 
-impl Output for GelfOutput {
+impl Output for GelfUdp {
     fn write(&self, events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
-        match &self.transport {
-            Transport::Udp(socket) => {
-                for e in events {
-                    let Some(m) = self.message(e) else { continue };
-                    let json = sluice_event::json::to_string(&Value::Object(m));
-                    let packed = crate::http::zlib(json.as_bytes(), 6);
-                    let Some(datagrams) = crate::gelf::chunks(
-                        &packed,
-                        self.chunk_size,
-                        fastrand::u64(..).to_le_bytes(),
-                    ) else {
-                        tracing::warn!(
-                            bytes = packed.len(),
-                            "gelf output: a message dropped: it needs more than 128 chunks of {} bytes",
-                            self.chunk_size
-                        );
-                        continue;
-                    };
-                    for d in datagrams {
-                        if let Err(err) = socket.send_to(&d, self.target) {
-                            tracing::warn!(
-                                "gelf output: a message dropped, sending to {} failed: {err}",
-                                self.target
-                            );
-                            break;
-                        }
-                    }
-                }
-                Ok(())
-            }
-            Transport::Tcp(conn) => {
-                let mut buf = Vec::with_capacity(events.len() * 512);
-                for e in events {
-                    if let Some(m) = self.message(e) {
-                        let _ = serde_json::to_writer(&mut buf, &Value::Object(m));
-                        buf.push(0);
-                    }
-                }
-                if buf.is_empty() {
-                    return Ok(());
-                }
-                let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                if conn.is_none() {
-                    let s = TcpStream::connect_timeout(&self.target, Duration::from_secs(10))
-                        .map_err(|e| {
-                            OutputError::retryable(format!(
-                                "gelf output: cannot connect to {}: {e}",
-                                self.target
-                            ))
-                        })?;
-                    let _ = s.set_nodelay(true);
-                    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
-                    *conn = Some(s);
-                }
-                let s = conn.as_mut().expect("connected above");
-                if let Err(e) = s.write_all(&buf).and_then(|()| s.flush()) {
-                    *conn = None;
-                    return Err(OutputError::retryable(format!(
-                        "gelf output: writing to {} failed: {e}",
+        for e in events {
+            let Some(m) = self.messages.message(e) else {
+                continue;
+            };
+            let json = sluice_event::json::to_string(&Value::Object(m));
+            let packed = crate::http::zlib(json.as_bytes(), 6);
+            let id = fastrand::u64(..).to_le_bytes();
+            let Some(datagrams) = crate::gelf::chunks(&packed, self.chunk_size, id) else {
+                tracing::warn!(
+                    bytes = packed.len(),
+                    "gelf output: a message dropped: it needs more than 128 chunks of {} bytes",
+                    self.chunk_size
+                );
+                continue;
+            };
+            for d in datagrams {
+                if let Err(err) = self.socket.send_to(&d, self.target) {
+                    tracing::warn!(
+                        "gelf output: a message dropped, sending to {} failed: {err}",
                         self.target
-                    )));
+                    );
+                    break;
                 }
-                Ok(())
             }
         }
+        Ok(())
     }
 }
 
-impl GelfOutput {
+impl Codec for Messages {
+    fn decode(&mut self, _data: &[u8], _out: &mut Vec<Event>) {}
+
+    /// A TCP message: uncompressed JSON and a zero byte.
+    fn encode(&mut self, event: &Event, out: &mut Vec<u8>) {
+        if let Some(m) = self.message(event) {
+            let _ = serde_json::to_writer(&mut *out, &Value::Object(m));
+            out.push(0);
+        }
+    }
+
+    fn clone_box(&self) -> Box<dyn Codec> {
+        Box::new(self.clone())
+    }
+}
+
+impl Messages {
     /// The GELF message of one event; `None` (logged) without a short message.
     fn message(&self, e: &Event) -> Option<Map> {
         let mut m = Map::new();

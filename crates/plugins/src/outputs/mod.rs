@@ -1,5 +1,6 @@
 //! Outputs: shared by all workers; each call gets one batch's events for this output.
 
+pub mod csv;
 pub mod elasticsearch;
 pub mod file;
 pub mod gelf;
@@ -12,5 +13,6 @@ pub mod rabbitmq;
 pub mod redis;
 pub mod s3;
 pub mod stdout;
+pub mod syslog;
 pub mod tcp;
 pub mod udp;

@@ -48,6 +48,8 @@ type Stream = Box<dyn Write + Send>;
 type Clients = Arc<Mutex<Vec<Stream>>>;
 
 pub struct TcpOutput {
+    /// The plugin, in log lines ("tcp output", "syslog output").
+    name: &'static str,
     target: String,
     codec: Mutex<Box<dyn Codec>>,
     reconnect: Duration,
@@ -216,6 +218,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         None
     };
     Ok(Box::new(TcpOutput {
+        name: "tcp output",
         target,
         codec: Mutex::new(codec),
         reconnect: Duration::from_secs(reconnect as u64),
@@ -223,6 +226,30 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         tls,
         server,
     }))
+}
+
+/// A client to `target` writing each batch as `codec` encodes it, over TLS when `tls` is
+/// given, connecting again `reconnect` after a failure: what the syslog and gelf outputs send
+/// over TCP with. `name` is theirs, for the log.
+pub fn client(
+    name: &'static str,
+    target: String,
+    codec: Box<dyn Codec>,
+    reconnect: Duration,
+    tls: Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+) -> TcpOutput {
+    TcpOutput {
+        name,
+        target,
+        codec: Mutex::new(codec),
+        reconnect,
+        conn: Mutex::new((None, None)),
+        tls,
+        server: None,
+    }
 }
 
 impl Output for TcpOutput {
@@ -245,7 +272,8 @@ impl Output for TcpOutput {
                 let wait = self.reconnect.saturating_sub(failed.elapsed());
                 if !wait.is_zero() {
                     return Err(OutputError::retryable(format!(
-                        "tcp output: {} unreachable; next attempt in {} s",
+                        "{}: {} unreachable; next attempt in {} s",
+                        self.name,
                         self.target,
                         wait.as_secs()
                     )));
@@ -263,8 +291,8 @@ impl Output for TcpOutput {
                                 Err(e) => {
                                     c.1 = Some(Instant::now());
                                     return Err(OutputError::retryable(format!(
-                                        "tcp output: TLS with {}: {e}",
-                                        self.target
+                                        "{}: TLS with {}: {e}",
+                                        self.name, self.target
                                     )));
                                 }
                             }
@@ -275,8 +303,8 @@ impl Output for TcpOutput {
                 Err(e) => {
                     c.1 = Some(Instant::now());
                     return Err(OutputError::retryable(format!(
-                        "tcp output: cannot connect to {}: {e}",
-                        self.target
+                        "{}: cannot connect to {}: {e}",
+                        self.name, self.target
                     )));
                 }
             }
@@ -285,8 +313,8 @@ impl Output for TcpOutput {
         if let Err(e) = stream.write_all(&buf).and_then(|()| stream.flush()) {
             *c = (None, Some(Instant::now()));
             return Err(OutputError::retryable(format!(
-                "tcp output: writing to {}: {e}",
-                self.target
+                "{}: writing to {}: {e}",
+                self.name, self.target
             )));
         }
         Ok(())

@@ -29,8 +29,24 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         );
     }
     let codec = opts.codec("json")?;
+    let (target, socket) = socket_to(opts, &host, port)?;
+    Ok(Box::new(UdpOutput {
+        target,
+        socket,
+        codec: Mutex::new(codec),
+        retries: retries as u32,
+        backoff: Duration::from_millis(backoff as u64),
+    }))
+}
+
+/// `host:port` resolved once, and a socket to send to it from.
+pub fn socket_to(
+    opts: &Options,
+    host: &str,
+    port: u16,
+) -> Result<(std::net::SocketAddr, UdpSocket), ConfigError> {
     use std::net::ToSocketAddrs;
-    let target = (host.as_str(), port)
+    let target = (host, port)
         .to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
@@ -40,15 +56,31 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     } else {
         "0.0.0.0:0"
     };
-    let socket = UdpSocket::bind(bind)
-        .map_err(|e| opts.plugin_error(format!("udp output: cannot open a socket: {e}")))?;
-    Ok(Box::new(UdpOutput {
+    let socket = UdpSocket::bind(bind).map_err(|e| {
+        opts.plugin_error(format!(
+            "{} output: cannot open a socket: {e}",
+            opts.plugin_name()
+        ))
+    })?;
+    Ok((target, socket))
+}
+
+/// One datagram per event as `codec` encodes it, to `host:port`, nothing tried again: what the
+/// syslog output sends over UDP with.
+pub fn with_codec(
+    opts: &Options,
+    host: &str,
+    port: u16,
+    codec: Box<dyn Codec>,
+) -> Result<UdpOutput, ConfigError> {
+    let (target, socket) = socket_to(opts, host, port)?;
+    Ok(UdpOutput {
         target,
         socket,
         codec: Mutex::new(codec),
-        retries: retries as u32,
-        backoff: Duration::from_millis(backoff as u64),
-    }))
+        retries: 0,
+        backoff: Duration::ZERO,
+    })
 }
 
 impl Output for UdpOutput {
