@@ -118,6 +118,7 @@ pub fn registry() -> Registry {
     r.add_output("rabbitmq", outputs::rabbitmq::build);
     r.add_output("pipeline", outputs::pipeline::build);
     r.add_output("csv", outputs::csv::build);
+    r.add_output("email", outputs::email::build);
     r.add_output("gelf", outputs::gelf::build);
     r.add_output("pipe", outputs::pipe::build);
     r.add_output("http", outputs::http::build);

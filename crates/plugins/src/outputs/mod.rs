@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod elasticsearch;
+pub mod email;
 pub mod file;
 pub mod gelf;
 pub mod http;
