@@ -21,3 +21,4 @@ pub mod stdin;
 pub mod syslog;
 pub mod tcp;
 pub mod udp;
+pub mod unix;
