@@ -44,8 +44,8 @@ fn server_mode_reads_every_client() {
     let mut a = connect(&sock);
     let mut b = connect(&sock);
     for i in 0..50 {
-        write!(a, "a {i}\n").unwrap();
-        write!(b, "b {i}\n").unwrap();
+        writeln!(a, "a {i}").unwrap();
+        writeln!(b, "b {i}").unwrap();
     }
     // A line cut across writes comes out whole.
     a.write_all(b"split ").unwrap();
