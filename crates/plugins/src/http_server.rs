@@ -39,12 +39,27 @@ pub fn settings(
     port: u16,
     max_content_length: i64,
 ) -> Result<Settings, ConfigError> {
+    settings_with(opts, input, port, max_content_length, "user", false)
+}
+
+/// [`settings`] with the name of the user option (`user`, or the `logstash` input's
+/// `username`) and whether TLS is on by default.
+pub fn settings_with(
+    opts: &mut Options,
+    input: &'static str,
+    port: u16,
+    max_content_length: i64,
+    user_option: &str,
+    ssl_by_default: bool,
+) -> Result<Settings, ConfigError> {
     let host = opts.string_or("host", "0.0.0.0")?;
     let port = net::port(opts, "port", Some(port))?;
-    let auth = match (opts.string("user")?, opts.string("password")?) {
+    let auth = match (opts.string(user_option)?, opts.string("password")?) {
         (Some(u), Some(p)) => Some(basic_auth(&u, &p)),
-        (Some(_), None) => return Err(opts.error("user", "requires password as well")),
-        (None, Some(_)) => return Err(opts.error("password", "requires user as well")),
+        (Some(_), None) => return Err(opts.error(user_option, "requires password as well")),
+        (None, Some(_)) => {
+            return Err(opts.error("password", format!("requires {user_option} as well")))
+        }
         (None, None) => None,
     };
     let threads = match opts.int("threads")? {
@@ -62,7 +77,7 @@ pub fn settings(
     if max_content_length < 1 {
         return Err(opts.error("max_content_length", "must be at least 1"));
     }
-    let tls = crate::tls::read_server(opts)?;
+    let tls = crate::tls::read_server_default(opts, ssl_by_default)?;
     Ok(Settings {
         listen: net::Listen {
             input,

@@ -42,6 +42,7 @@ pub fn registry() -> Registry {
     r.add_input("stdin", inputs::stdin::build);
     r.add_input("generator", inputs::generator::build);
     r.add_input("gelf", inputs::gelf::build);
+    r.add_input("logstash", inputs::http::build_logstash);
     r.add_input("heartbeat", inputs::heartbeat::build);
     r.add_input("exec", inputs::exec::build);
     r.add_input("file", inputs::file::build);
@@ -120,6 +121,8 @@ pub fn registry() -> Registry {
     r.add_output("pipeline", outputs::pipeline::build);
     r.add_output("csv", outputs::csv::build);
     r.add_output("email", outputs::email::build);
+    r.add_output("logstash", outputs::logstash::build);
+    r.add_output("lumberjack", outputs::lumberjack::build);
     r.add_output("gelf", outputs::gelf::build);
     r.add_output("pipe", outputs::pipe::build);
     r.add_output("http", outputs::http::build);

@@ -213,10 +213,19 @@ pub enum ClientAuth {
 /// Every problem is a configuration error at the option; a plugin's obsolete names are its
 /// own to reject first.
 pub fn read_server(opts: &mut Options) -> Result<Option<ServerTls>, ConfigError> {
+    read_server_default(opts, false)
+}
+
+/// [`read_server`] for a server whose TLS is on unless `ssl_enabled => false` (the `logstash`
+/// input's).
+pub fn read_server_default(
+    opts: &mut Options,
+    enabled_by_default: bool,
+) -> Result<Option<ServerTls>, ConfigError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let plugin = opts.plugin_name().to_owned();
-    let enabled = opts.boolean_or("ssl_enabled", false)?;
+    let enabled = opts.boolean_or("ssl_enabled", enabled_by_default)?;
     let cert = opts.string("ssl_certificate")?;
     let key = opts.string("ssl_key")?;
     let cas = opts.string_list("ssl_certificate_authorities")?;

@@ -53,13 +53,101 @@ struct Shared {
     /// One permit per byte of request body held (`max_pending_bytes`).
     body_bytes: Arc<tokio::sync::Semaphore>,
     ecs: bool,
-    remote_host: FieldRef,
-    headers_field: FieldRef,
+    /// Where the client's address and the request's headers go; `None` for the `logstash`
+    /// input, which adds nothing to the events it is sent.
+    remote_host: Option<FieldRef>,
+    headers_field: Option<FieldRef>,
     counters: Arc<NamedCounters>,
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let settings = http_server::settings(opts, "http", 8080, 100 * 1024 * 1024)?;
+    build_with(opts, settings)
+}
+
+/// The Logstash integration's `logstash` input (the receiving end of Logstash-to-Logstash):
+/// this input on port 9800 with TLS on by default, `username`/`password`, and a fixed
+/// `json_lines` codec (a line holding a JSON array is one event per element, which is what
+/// the `logstash` output sends); events get none of the http input's fields, so they arrive as
+/// they were sent (plus the common options' `type`, `tags`, `add_field`).
+pub fn build_logstash(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
+    if opts.has("codec") {
+        opts.take("codec");
+        return Err(opts.error(
+            "codec",
+            "The `logstash` input does not have an externally-configurable `codec`",
+        ));
+    }
+    if opts.boolean("ssl_enabled")? == Some(false) {
+        let given: Vec<&str> = [
+            "ssl_certificate",
+            "ssl_key",
+            "ssl_certificate_authorities",
+            "ssl_client_authentication",
+            "ssl_handshake_timeout",
+            "ssl_supported_protocols",
+        ]
+        .into_iter()
+        .filter(|n| opts.has(n))
+        .collect();
+        if let Some(first) = given.first() {
+            return Err(opts.error(
+                first,
+                format!("Explicit SSL-related settings not supported because `ssl_enabled => false`: {given:?}"),
+            ));
+        }
+        let settings = http_server::settings_with(
+            opts,
+            "logstash",
+            9800,
+            100 * 1024 * 1024,
+            "username",
+            false,
+        )?;
+        if settings.auth.is_some() {
+            tracing::warn!("logstash input: credentials go over a connection without TLS");
+        }
+        return build_logstash_with(opts, settings);
+    }
+    let settings =
+        http_server::settings_with(opts, "logstash", 9800, 100 * 1024 * 1024, "username", true)?;
+    build_logstash_with(opts, settings)
+}
+
+fn build_logstash_with(
+    opts: &mut Options,
+    settings: http_server::Settings,
+) -> Result<Box<dyn Input>, ConfigError> {
+    let codec = opts.codec_named("codec", "json_lines")?;
+    let threads = settings.listen.threads;
+    Ok(Box::new(HttpInput {
+        listen: settings.listen,
+        shared: Arc::new(Shared {
+            codec: std::sync::Mutex::new(codec),
+            additional: Vec::new(),
+            auth: settings.auth,
+            response_code: StatusCode::OK,
+            response_headers: vec![("Accept".into(), "application/x-ndjson".into())],
+            max_content_length: settings.max_content_length,
+            pending: Arc::new(tokio::sync::Semaphore::new(threads + settings.max_pending)),
+            body_bytes: Arc::new(tokio::sync::Semaphore::new(
+                settings
+                    .max_content_length
+                    .saturating_mul(2)
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            ecs: false,
+            remote_host: None,
+            headers_field: None,
+            counters: http_server::counters(&[]),
+        }),
+    }))
+}
+
+fn build_with(
+    opts: &mut Options,
+    settings: http_server::Settings,
+) -> Result<Box<dyn Input>, ConfigError> {
     let ecs = Ecs::from_options(opts)?;
     let max_content_length = settings.max_content_length as i64;
     let max_pending_bytes = opts
@@ -126,8 +214,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             pending: Arc::new(tokio::sync::Semaphore::new(threads + settings.max_pending)),
             body_bytes: Arc::new(tokio::sync::Semaphore::new(max_pending_bytes as usize)),
             ecs: ecs.enabled(),
-            remote_host,
-            headers_field,
+            remote_host: Some(remote_host),
+            headers_field: Some(headers_field),
             counters: http_server::counters(&[]),
         }),
     }))
@@ -189,10 +277,14 @@ async fn handle(
     let ip = Value::String(peer.addr.ip().to_string().into());
     let headers = request_headers(&parts);
     for e in &mut events {
-        if e.get(&shared.remote_host).is_none() {
-            e.set(&shared.remote_host, ip.clone());
+        if let Some(f) = &shared.remote_host {
+            if e.get(f).is_none() {
+                e.set(f, ip.clone());
+            }
         }
-        e.set(&shared.headers_field, Value::Object(headers.clone()));
+        if let Some(f) = &shared.headers_field {
+            e.set(f, Value::Object(headers.clone()));
+        }
         if shared.ecs {
             ecs_fields(e, &parts, &media, body_len);
         }

@@ -6,6 +6,8 @@ pub mod email;
 pub mod file;
 pub mod gelf;
 pub mod http;
+pub mod logstash;
+pub mod lumberjack;
 pub mod null;
 pub mod opentelemetry;
 pub mod pipe;
