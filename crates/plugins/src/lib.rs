@@ -97,6 +97,7 @@ pub fn registry() -> Registry {
     r.add_filter("uuid", filters::uuid::build);
     r.add_filter("truncate", filters::truncate::build);
     r.add_filter("de_dot", filters::de_dot::build);
+    r.add_filter("rest", filters::rest::build);
     r.add_filter("prune", filters::prune::build);
     r.add_filter("translate", filters::translate::build);
     r.add_filter("bytes", filters::bytes::build);

@@ -148,7 +148,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Filter>, ConfigError> {
 }
 
 /// `%`-encoding for a URL's query.
-fn url_escape(s: &str, out: &mut String) {
+pub(crate) fn url_escape(s: &str, out: &mut String) {
     for b in s.bytes() {
         match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

@@ -27,6 +27,7 @@ pub mod memcached;
 pub mod metrics;
 pub mod mutate;
 pub mod prune;
+pub mod rest;
 pub mod ruby;
 pub mod sleep;
 pub mod split;
