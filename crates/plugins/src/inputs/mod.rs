@@ -15,6 +15,7 @@ pub mod pipe;
 pub mod pipeline;
 pub mod rabbitmq;
 pub mod redis;
+pub mod relp;
 pub mod s3;
 pub mod sqs;
 pub mod stdin;
