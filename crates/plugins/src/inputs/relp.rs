@@ -109,7 +109,7 @@ struct Frame<'a> {
 fn parse(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, String> {
     fn field(buf: &[u8], from: usize, what: &str) -> Result<Option<(usize, usize)>, String> {
         match buf[from..].iter().position(|b| *b == b' ' || *b == b'\n') {
-            Some(n) if n == 0 => Err(format!("an empty {what}")),
+            Some(0) => Err(format!("an empty {what}")),
             Some(n) => Ok(Some((from, from + n))),
             None if buf.len() - from > 32 => Err(format!("a {what} longer than 32 bytes")),
             None => Ok(None),
