@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The inputs of issue 43 against their real peers, each into `output { null {} }` in one sluice
+# (2 workers), each peer's own send rate measured in the same run:
+#   - gelf over UDP and TCP: graypy (scripts/python-peers) logging N records as fast as it can;
+#     its rate is N over its own run. Sluice's rate runs from the sender's start until the
+#     stats stop growing (UDP may drop: what arrived is said).
+#   - unix: a Python client writing N lines to the socket as fast as it can.
+#   - relp: the feeder writes N syslog lines into rsyslog (imtcp) as fast as rsyslog takes
+#     them; rsyslog forwards them with omrelp. The peer's rate is the feeder's; sluice's runs
+#     until every event left.
+#   - pipe: `seq N` as the command; its rate is `seq N > /dev/null` timed alone.
+#   - logstash: a second sluice (generator → logstash output, plain HTTP) sending N events;
+#     its rate alone into a `null`-like receiver is not separable, so the row gives the pair.
+# heartbeat and exec make one event per schedule tick: no throughput figure.
+# Usage: bench/host_inputs.sh [EVENTS] (default 200,000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+N=${1:-200000}
+cargo build --release --quiet
+PY=$(scripts/python-peers | sed 's/^SLUICE_PEERS_PYTHON=//')
+TMP=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now() { date +%s.%N; }
+rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
+
+API=$(port); GELF=$(port); GELFT=$(port); RELP=$(port); LS=$(port)
+SOCK=$TMP/in.sock
+mkdir -p "$TMP/settings"
+printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$API" "$TMP/data" > "$TMP/settings/sluice.yml"
+target/release/sluice --log.level warn --path.settings "$TMP/settings" -e "
+  input {
+    gelf { host => \"127.0.0.1\" port_udp => $GELF port_tcp => $GELFT use_tcp => true }
+    unix { path => \"$SOCK\" }
+    relp { host => \"127.0.0.1\" port => $RELP }
+    logstash { host => \"127.0.0.1\" port => $LS ssl_enabled => false }
+  }
+  output { null {} }" &
+pids+=($!)
+out() { curl -sf "127.0.0.1:$API/_node/stats/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"]["out"])' 2>/dev/null || echo 0; }
+until curl -sf "127.0.0.1:$API/" >/dev/null; do sleep 0.1; done
+
+machine "$(date -u +%Y-%m-%d)"
+echo "events: $N per run"
+printf '| input | peer | peer events/s | sluice events/s | sluice / peer | arrived |\n|---|---|---|---|---|---|\n'
+
+# settle BEFORE START: waits until events out stop growing (0.5 s without change) or reach
+# BEFORE + N; prints "count end-time" for the last change.
+settle() {
+  local before=$1 last=-1 last_t n t
+  last_t=$(now)
+  while :; do
+    n=$(( $(out) - before ))
+    t=$(now)
+    if [ "$n" -ne "$last" ]; then last=$n; last_t=$t; fi
+    if [ "$n" -ge "$N" ]; then break; fi
+    if awk -v a="$t" -v b="$last_t" 'BEGIN { exit !(a - b > 0.5) }'; then break; fi
+    sleep 0.02
+  done
+  echo "$last $last_t"
+}
+
+row() { # NAME PEER PEER_RATE START
+  local got end r
+  read -r got end < <(settle "$BEFORE")
+  r=$(rate "$got" "$4" "$end")
+  printf '| %s | %s | %s | %s | %s | %s of %s |\n' "$1" "$2" "$3" "$r" "$(ratio "$r" "$3")" "$got" "$N"
+}
+
+cat > "$TMP/gelf.py" <<'EOF'
+import logging, sys, time, graypy
+proto, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+h = graypy.GELFUDPHandler("127.0.0.1", port) if proto == "udp" else graypy.GELFTCPHandler("127.0.0.1", port)
+log = logging.getLogger("bench"); log.propagate = False; log.addHandler(h); log.setLevel(logging.INFO)
+t = time.time()
+for i in range(n):
+    log.info("GET /index.html 200 %d", i, extra={"status": 200, "bytes": i})
+h.close()
+print(n / (time.time() - t))
+EOF
+for proto in udp tcp; do
+  p=$GELF; [ "$proto" = tcp ] && p=$GELFT
+  BEFORE=$(out); START=$(now)
+  PEER=$("$PY" "$TMP/gelf.py" "$proto" "$p" "$N")
+  row "gelf ($proto)" "graypy 2.1.0" "$(printf '%.0f' "$PEER")" "$START"
+done
+
+cat > "$TMP/unix.py" <<'EOF'
+import socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX); s.connect(path)
+line = b'{"message":"GET /index.html 200 5120","status":200}\n'
+t = time.time()
+for i in range(0, n, 1000):
+    s.sendall(line * min(1000, n - i))
+s.close()
+print(n / (time.time() - t))
+EOF
+BEFORE=$(out); START=$(now)
+PEER=$(python3 "$TMP/unix.py" "$SOCK" "$N")
+row "unix" "python socket client" "$(printf '%.0f' "$PEER")" "$START"
+
+if command -v rsyslogd >/dev/null; then
+  RS=$(port)
+  mkdir -p "$TMP/rsyslog"
+  cat > "$TMP/rsyslog/rsyslog.conf" <<EOF
+global(workDirectory="$TMP/rsyslog")
+module(load="imtcp")
+module(load="omrelp")
+input(type="imtcp" address="127.0.0.1" port="$RS")
+action(type="omrelp" target="127.0.0.1" port="$RELP" windowSize="1024" queue.type="LinkedList" queue.size="1000000" queue.dequeueBatchSize="1024")
+EOF
+  rsyslogd -n -f "$TMP/rsyslog/rsyslog.conf" -i "$TMP/rsyslog/pid" & pids+=($!)
+  until (exec 3<>"/dev/tcp/127.0.0.1/$RS") 2>/dev/null; do sleep 0.1; done
+  cat > "$TMP/feed.py" <<'EOF'
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+s = socket.create_connection(("127.0.0.1", port))
+t = time.time()
+for i in range(0, n, 1000):
+    s.sendall(b"".join(b"<13>Nov 28 10:00:00 web1 shop: order %d shipped\n" % j for j in range(i, min(n, i + 1000))))
+s.close()
+print(n / (time.time() - t))
+EOF
+  BEFORE=$(out); START=$(now)
+  PEER=$(python3 "$TMP/feed.py" "$RS" "$N")
+  row "relp" "rsyslog $(rsyslogd -v | head -1 | awk '{print $2}' | tr -d ,) omrelp (feeder's rate)" "$(printf '%.0f' "$PEER")" "$START"
+else
+  echo "| relp | rsyslog not installed | | | | |"
+fi
+
+S=$(now); seq "$N" > /dev/null; E=$(now)
+SEQ_RATE=$(rate "$N" "$S" "$E")
+cat > "$TMP/pipe.conf" <<EOF
+input { pipe { command => "seq $N" } }
+output { null {} }
+EOF
+mkdir -p "$TMP/pipe-settings"
+PAPI=$(port)
+printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$PAPI" "$TMP/pipe-data" > "$TMP/pipe-settings/sluice.yml"
+S=$(now)
+target/release/sluice --log.level warn --path.settings "$TMP/pipe-settings" -f "$TMP/pipe.conf" & PP=$!
+pids+=($PP)
+pout() { curl -sf "127.0.0.1:$PAPI/_node/stats/events" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"]["out"])' 2>/dev/null || echo 0; }
+until [ "$(pout)" -ge "$N" ]; do sleep 0.02; done
+E=$(now)
+kill "$PP"
+printf '| pipe | `seq %s` | %s | %s | %s | %s of %s |\n' "$N" "$SEQ_RATE" "$(rate "$N" "$S" "$E")" "$(ratio "$(rate "$N" "$S" "$E")" "$SEQ_RATE")" "$N" "$N"
+
+mkdir -p "$TMP/ls-settings"
+printf 'pipeline.workers: 2\npath.data: %s\napi.enabled: false\n' "$TMP/ls-data" > "$TMP/ls-settings/sluice.yml"
+BEFORE=$(out); START=$(now)
+target/release/sluice --log.level warn --path.settings "$TMP/ls-settings" -e "
+  input { generator { count => $N message => 'GET /index.html 200 5120' } }
+  output { logstash { hosts => ['127.0.0.1:$LS'] ssl_enabled => false } }"
+SENT=$(now)
+LS_RATE=$(rate "$N" "$START" "$SENT")
+row "logstash" "sluice's logstash output (whole run)" "$LS_RATE" "$START"
+echo "| heartbeat, exec | (scheduled: one event per interval or cron tick) | | | | |"
