@@ -267,6 +267,12 @@ pub trait Codec: Send {
         0
     }
 
+    /// Counters the codec keeps (the netflow codec's unknown templates), shared by its
+    /// clones; an input shows them with its own in `/_node/stats`.
+    fn counters(&self) -> Option<Arc<crate::metrics::NamedCounters>> {
+        None
+    }
+
     fn clone_box(&self) -> Box<dyn Codec>;
 }
 

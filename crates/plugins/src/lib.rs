@@ -150,6 +150,7 @@ pub fn registry() -> Registry {
     r.add_codec("csv", codecs::csv::build);
     r.add_codec("es_bulk", codecs::es_bulk::build);
     r.add_codec("msgpack", codecs::msgpack::build);
+    r.add_codec("netflow", codecs::netflow::build);
     r.add_codec("fluent", codecs::fluent::build);
     r.add_codec("cef", codecs::cef::build);
     r

@@ -12,6 +12,7 @@ pub mod json_lines;
 pub mod line;
 pub mod msgpack;
 pub mod multiline;
+pub mod netflow;
 pub mod plain;
 pub mod rubydebug;
 

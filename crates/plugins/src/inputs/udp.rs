@@ -63,6 +63,11 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         None => FieldRef::top_level("host"),
     };
     let codec = opts.codec("plain")?;
+    // A codec's own counters (netflow's templates) show with the input's.
+    let counters = codec
+        .counters()
+        .unwrap_or_else(|| Arc::new(NamedCounters::with_paths(&[])));
+    counters.add("kernel_drops", 0);
     Ok(Box::new(UdpInput {
         host,
         port,
@@ -72,7 +77,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         batch: queue_size as usize,
         codec: std::sync::Mutex::new(codec),
         source,
-        counters: Arc::new(NamedCounters::with_paths(&["kernel_drops"])),
+        counters,
     }))
 }
 
