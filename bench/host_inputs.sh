@@ -8,6 +8,9 @@
 #   - relp: the feeder writes N syslog lines into rsyslog (imtcp) as fast as rsyslog takes
 #     them; rsyslog forwards them with omrelp. The peer's rate is the feeder's; sluice's runs
 #     until every event left.
+#   - netflow (the codec on udp): softflowd exporting NetFlow v9 from a capture of N/4 flows
+#     (tests/netflow/mkpcap.py); its rate is flows over its own run (reading the capture and
+#     sending), sluice's until the stats stop growing.
 #   - pipe: `seq N` as the command; its rate is `seq N > /dev/null` timed alone.
 #   - logstash: a second sluice (generator → logstash output, plain HTTP) sending N events;
 #     its rate alone into a `null`-like receiver is not separable, so the row gives the pair.
@@ -27,7 +30,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
 
-API=$(port); GELF=$(port); GELFT=$(port); RELP=$(port); LS=$(port)
+API=$(port); GELF=$(port); GELFT=$(port); RELP=$(port); LS=$(port); NF=$(port)
 SOCK=$TMP/in.sock
 mkdir -p "$TMP/settings"
 printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$API" "$TMP/data" > "$TMP/settings/sluice.yml"
@@ -37,6 +40,7 @@ target/release/sluice --log.level warn --path.settings "$TMP/settings" -e "
     unix { path => \"$SOCK\" }
     relp { host => \"127.0.0.1\" port => $RELP }
     logstash { host => \"127.0.0.1\" port => $LS ssl_enabled => false }
+    udp { host => \"127.0.0.1\" port => $NF codec => netflow {} receive_buffer_bytes => 8388608 }
   }
   output { null {} }" &
 pids+=($!)
@@ -130,6 +134,19 @@ EOF
   row "relp" "rsyslog $(rsyslogd -v | head -1 | awk '{print $2}' | tr -d ,) omrelp (feeder's rate)" "$(printf '%.0f' "$PEER")" "$START"
 else
   echo "| relp | rsyslog not installed | | | | |"
+fi
+
+if command -v softflowd >/dev/null || [ -x /usr/sbin/softflowd ]; then
+  FLOWS=$((N / 4))
+  python3 tests/netflow/mkpcap.py "$TMP/flows.pcap" "$FLOWS" 2
+  SAVED_N=$N; N=$FLOWS
+  BEFORE=$(out); START=$(now)
+  /usr/sbin/softflowd -r "$TMP/flows.pcap" -n "127.0.0.1:$NF" -v 9 -d >/dev/null
+  PEER=$(rate "$FLOWS" "$START" "$(now)")
+  row "netflow (udp, v9)" "softflowd $(dpkg-query -W -f='${Version}' softflowd 2>/dev/null || true)" "$PEER" "$START"
+  N=$SAVED_N
+else
+  echo "| netflow | softflowd not installed | | | | |"
 fi
 
 S=$(now); seq "$N" > /dev/null; E=$(now)

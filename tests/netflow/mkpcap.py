@@ -1,4 +1,9 @@
-"""Writes a pcap (Ethernet/IPv4/TCP or UDP) of N flows, each of K packets, for softflowd -r."""
+"""Writes a pcap (Ethernet/IPv4/TCP or UDP) of N one-way flows, each of K packets, for softflowd -r:
+flow i goes from 10.0.(i//250).(i%250+1) port 40000+i%25000 to 192.168.1.10 port 80 (TCP, even i)
+or 53 (UDP, odd i) with 100+i%1000 bytes of payload a packet.
+
+usage: mkpcap.py OUT N K
+"""
 import struct, sys
 out, flows, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def csum(b):
@@ -11,9 +16,9 @@ with open(out, "wb") as f:
     for i in range(flows):
         src = bytes([10, 0, i // 250, i % 250 + 1]); dst = bytes([192, 168, 1, 10])
         proto = 6 if i % 2 == 0 else 17
-        sport, dport = 40000 + i, 80 if proto == 6 else 53
+        sport, dport = 40000 + i % 25000, 80 if proto == 6 else 53
         for k in range(per):
-            payload = b"x" * (100 + i)
+            payload = b"x" * (100 + i % 1000)
             if proto == 6:
                 flags = 0x02 if k == 0 else (0x11 if k == per - 1 else 0x18)
                 l4 = struct.pack("!HHIIBBHHH", sport, dport, k, 0, 5 << 4, flags, 65535, 0, 0) + payload
