@@ -21,47 +21,12 @@ use std::time::Duration;
 use sluice_event::{Event, Template};
 use sluice_pipeline::{Codec, ConfigError, Options, Output};
 
-/// RFC 5424's facility numbers, by Logstash's labels. (Logstash's own list leaves out the
-/// second "security/authorization" (10) and "clock" (15), so that from "ftp" on its numbers
-/// are one or two short: its "local0" is sent as 14, which receivers read as "log alert".
-/// Here each label is sent as its RFC number.)
-const FACILITIES: [&str; 24] = [
-    "kernel",
-    "user-level",
-    "mail",
-    "daemon",
-    "security/authorization",
-    "syslogd",
-    "line printer",
-    "network news",
-    "uucp",
-    "clock",
-    "security/authorization",
-    "ftp",
-    "ntp",
-    "log audit",
-    "log alert",
-    "clock",
-    "local0",
-    "local1",
-    "local2",
-    "local3",
-    "local4",
-    "local5",
-    "local6",
-    "local7",
-];
-
-const SEVERITIES: [&str; 8] = [
-    "emergency",
-    "alert",
-    "critical",
-    "error",
-    "warning",
-    "notice",
-    "informational",
-    "debug",
-];
+// The facility and severity labels, by number: the syslog_pri filter's (RFC 5424's
+// numbering). Logstash's syslog output has its own facility list, which leaves out the second
+// "security/authorization" (10) and "clock" (15), so that from "ftp" on its numbers are one
+// or two short (its "local0" is sent as 14, which receivers read as "log alert"); here each
+// label is sent as its RFC number.
+use crate::filters::syslog_pri::{FACILITY_LABELS as FACILITIES, SEVERITY_LABELS as SEVERITIES};
 
 #[derive(Clone)]
 struct Lines {
@@ -136,15 +101,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
             Box::new(lines),
         )?));
     }
-    let tls = match tls {
-        None => None,
-        Some(t) => {
-            let config = crate::tls::client_config(&t).map_err(|e| opts.plugin_error(e))?;
-            let name = rustls::pki_types::ServerName::try_from(host.clone())
-                .map_err(|e| opts.error("host", format!("not a TLS server name: {e}")))?;
-            Some((config, name))
-        }
-    };
+    let tls = super::tcp::client_tls(opts, tls, &host)?;
     Ok(Box::new(super::tcp::client(
         "syslog output",
         crate::net::address(&host, port),

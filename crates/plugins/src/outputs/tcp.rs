@@ -194,15 +194,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
     } else {
         crate::tls::read(opts, crate::tls::Names::Elasticsearch, false)?
     };
-    let tls = match tls {
-        None => None,
-        Some(t) => {
-            let config = crate::tls::client_config(&t).map_err(|e| opts.plugin_error(e))?;
-            let name = rustls::pki_types::ServerName::try_from(host.clone())
-                .map_err(|e| opts.error("host", format!("not a TLS server name: {e}")))?;
-            Some((config, name))
-        }
-    };
+    let tls = client_tls(opts, tls, &host)?;
     let codec = opts.codec("json")?;
     let target = format!("{host}:{port}");
     let server = if server_mode {
@@ -226,6 +218,25 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Output>, ConfigError> {
         tls,
         server,
     }))
+}
+
+/// The rustls client configuration of `tls` for connecting to `host`, as [`client`] takes it.
+pub fn client_tls(
+    opts: &Options,
+    tls: Option<crate::tls::Tls>,
+    host: &str,
+) -> Result<
+    Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+    ConfigError,
+> {
+    let Some(t) = tls else { return Ok(None) };
+    let config = crate::tls::client_config(&t).map_err(|e| opts.plugin_error(e))?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+        .map_err(|e| opts.error("host", format!("not a TLS server name: {e}")))?;
+    Ok(Some((config, name)))
 }
 
 /// A client to `target` writing each batch as `codec` encodes it, over TLS when `tls` is
