@@ -17,6 +17,7 @@ pub mod rabbitmq;
 pub mod redis;
 pub mod relp;
 pub mod s3;
+pub mod snmptrap;
 pub mod sqs;
 pub mod stdin;
 pub mod syslog;

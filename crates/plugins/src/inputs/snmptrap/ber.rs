@@ -1,0 +1,399 @@
+//! SNMP's messages in ASN.1 BER, as far as traps need them: the message (version, community,
+//! PDU), the v1 Trap-PDU and the v2c SNMPv2-Trap/InformRequest PDUs, their variable bindings
+//! and the values SNMP defines (RFC 1157, RFC 3416, RFC 2578); and the Response an inform is
+//! answered with.
+
+/// A value in a variable binding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SnmpValue {
+    Integer(i64),
+    OctetString(Vec<u8>),
+    Null,
+    Oid(Vec<u32>),
+    IpAddress([u8; 4]),
+    Counter32(u32),
+    Gauge32(u32),
+    TimeTicks(u32),
+    Opaque(Vec<u8>),
+    Counter64(u64),
+    NoSuchObject,
+    NoSuchInstance,
+    EndOfMibView,
+}
+
+/// A decoded message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// 0: v1, 1: v2c.
+    pub version: i64,
+    pub community: Vec<u8>,
+    pub pdu: Pdu,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pdu {
+    /// v1's Trap-PDU.
+    TrapV1 {
+        enterprise: Vec<u32>,
+        agent_addr: [u8; 4],
+        generic_trap: i64,
+        specific_trap: i64,
+        timestamp: u32,
+        bindings: Vec<(Vec<u32>, SnmpValue)>,
+    },
+    /// v2c's SNMPv2-Trap (`inform` false) or InformRequest (`inform` true).
+    TrapV2 {
+        inform: bool,
+        request_id: i64,
+        error_status: i64,
+        error_index: i64,
+        bindings: Vec<(Vec<u32>, SnmpValue)>,
+    },
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// One TLV: (tag, contents); the reader moves past it.
+    fn tlv(&mut self) -> Result<(u8, &'a [u8]), String> {
+        let b = self.b;
+        if b.len() < 2 {
+            return Err("a BER value cut short".into());
+        }
+        let tag = b[0];
+        if tag & 0x1f == 0x1f {
+            return Err(format!("a multi-byte tag ({tag:#04x})"));
+        }
+        let (len, head) = match b[1] {
+            l if l < 0x80 => (l as usize, 2),
+            0x80 => return Err("an indefinite length".into()),
+            l => {
+                let n = (l & 0x7f) as usize;
+                if n > 4 || b.len() < 2 + n {
+                    return Err("a length of more than 4 bytes, or cut short".into());
+                }
+                (
+                    b[2..2 + n]
+                        .iter()
+                        .fold(0usize, |a, x| (a << 8) | *x as usize),
+                    2 + n,
+                )
+            }
+        };
+        let end = head
+            .checked_add(len)
+            .filter(|e| *e <= b.len())
+            .ok_or("a BER value longer than its message")?;
+        self.b = &b[end..];
+        Ok((tag, &b[head..end]))
+    }
+
+    fn expect(&mut self, tag: u8, what: &str) -> Result<&'a [u8], String> {
+        let (t, c) = self.tlv()?;
+        if t != tag {
+            return Err(format!(
+                "{what}: tag {t:#04x} where {tag:#04x} was expected"
+            ));
+        }
+        Ok(c)
+    }
+
+    fn int(&mut self, what: &str) -> Result<i64, String> {
+        integer(self.expect(0x02, what)?)
+    }
+}
+
+fn integer(c: &[u8]) -> Result<i64, String> {
+    if c.is_empty() || c.len() > 8 {
+        return Err(format!("an INTEGER of {} bytes", c.len()));
+    }
+    let mut v: i64 = if c[0] & 0x80 != 0 { -1 } else { 0 };
+    for b in c {
+        v = (v << 8) | *b as i64;
+    }
+    Ok(v)
+}
+
+fn unsigned(c: &[u8]) -> Result<u64, String> {
+    // A leading zero byte keeps the top bit from reading as a sign.
+    let c = if c.len() > 1 && c[0] == 0 { &c[1..] } else { c };
+    if c.is_empty() || c.len() > 8 {
+        return Err(format!("an unsigned value of {} bytes", c.len()));
+    }
+    Ok(c.iter().fold(0u64, |a, x| (a << 8) | *x as u64))
+}
+
+fn oid(c: &[u8]) -> Result<Vec<u32>, String> {
+    if c.is_empty() {
+        return Err("an empty OBJECT IDENTIFIER".into());
+    }
+    let mut out = Vec::with_capacity(c.len() + 1);
+    let mut v: u64 = 0;
+    let mut first = true;
+    for (i, b) in c.iter().enumerate() {
+        v = (v << 7) | (b & 0x7f) as u64;
+        if v > u32::MAX as u64 {
+            return Err("an OBJECT IDENTIFIER arc past 32 bits".into());
+        }
+        if b & 0x80 == 0 {
+            if first {
+                let (a, rest) = match v {
+                    0..=39 => (0, v),
+                    40..=79 => (1, v - 40),
+                    _ => (2, v - 80),
+                };
+                out.push(a);
+                out.push(rest as u32);
+                first = false;
+            } else {
+                out.push(v as u32);
+            }
+            v = 0;
+        } else if i == c.len() - 1 {
+            return Err("an OBJECT IDENTIFIER cut inside an arc".into());
+        }
+    }
+    Ok(out)
+}
+
+fn value(tag: u8, c: &[u8]) -> Result<SnmpValue, String> {
+    let u32_of = |c: &[u8]| -> Result<u32, String> {
+        let v = unsigned(c)?;
+        u32::try_from(v).map_err(|_| "a 32-bit value past 32 bits".to_owned())
+    };
+    Ok(match tag {
+        0x02 => SnmpValue::Integer(integer(c)?),
+        0x04 => SnmpValue::OctetString(c.to_vec()),
+        0x05 => SnmpValue::Null,
+        0x06 => SnmpValue::Oid(oid(c)?),
+        0x40 => SnmpValue::IpAddress(
+            c.try_into()
+                .map_err(|_| "an IpAddress that is not 4 bytes")?,
+        ),
+        0x41 => SnmpValue::Counter32(u32_of(c)?),
+        0x42 => SnmpValue::Gauge32(u32_of(c)?),
+        0x43 => SnmpValue::TimeTicks(u32_of(c)?),
+        0x44 => SnmpValue::Opaque(c.to_vec()),
+        0x46 => SnmpValue::Counter64(unsigned(c)?),
+        0x80 => SnmpValue::NoSuchObject,
+        0x81 => SnmpValue::NoSuchInstance,
+        0x82 => SnmpValue::EndOfMibView,
+        t => return Err(format!("a value of unknown type {t:#04x}")),
+    })
+}
+
+fn bindings(c: &[u8]) -> Result<Vec<(Vec<u32>, SnmpValue)>, String> {
+    let mut r = Reader { b: c };
+    let mut out = Vec::new();
+    while !r.b.is_empty() {
+        let mut vb = Reader {
+            b: r.expect(0x30, "a variable binding")?,
+        };
+        let name = oid(vb.expect(0x06, "a variable binding's name")?)?;
+        let (t, v) = vb.tlv()?;
+        out.push((name, value(t, v)?));
+    }
+    Ok(out)
+}
+
+/// Decodes one datagram.
+pub fn decode(data: &[u8]) -> Result<Message, String> {
+    let mut top = Reader { b: data };
+    let mut m = Reader {
+        b: top.expect(0x30, "the message")?,
+    };
+    let version = m.int("the version")?;
+    if version == 3 {
+        return Err("an SNMPv3 message (not supported yet)".into());
+    }
+    if version != 0 && version != 1 {
+        return Err(format!("SNMP version number {version}"));
+    }
+    let community = m.expect(0x04, "the community")?.to_vec();
+    let (tag, body) = m.tlv()?;
+    let mut p = Reader { b: body };
+    let pdu = match tag {
+        0xa4 => {
+            let enterprise = oid(p.expect(0x06, "the enterprise")?)?;
+            let agent_addr = p
+                .expect(0x40, "the agent address")?
+                .try_into()
+                .map_err(|_| "an agent address that is not 4 bytes")?;
+            let generic_trap = p.int("the generic trap")?;
+            let specific_trap = p.int("the specific trap")?;
+            let timestamp = unsigned(p.expect(0x43, "the time stamp")?)? as u32;
+            let bindings = bindings(p.expect(0x30, "the variable bindings")?)?;
+            Pdu::TrapV1 {
+                enterprise,
+                agent_addr,
+                generic_trap,
+                specific_trap,
+                timestamp,
+                bindings,
+            }
+        }
+        0xa7 | 0xa6 => Pdu::TrapV2 {
+            inform: tag == 0xa6,
+            request_id: p.int("the request id")?,
+            error_status: p.int("the error status")?,
+            error_index: p.int("the error index")?,
+            bindings: bindings(p.expect(0x30, "the variable bindings")?)?,
+        },
+        t => return Err(format!("a PDU of type {t:#04x}, not a trap")),
+    };
+    Ok(Message {
+        version,
+        community,
+        pdu,
+    })
+}
+
+fn put_len(out: &mut Vec<u8>, len: usize) {
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes = (len as u32).to_be_bytes();
+        let skip = bytes.iter().take_while(|b| **b == 0).count();
+        out.push(0x80 | (4 - skip) as u8);
+        out.extend_from_slice(&bytes[skip..]);
+    }
+}
+
+fn tlv(tag: u8, contents: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    put_len(&mut out, contents.len());
+    out.extend_from_slice(contents);
+    out
+}
+
+fn int_bytes(v: i64) -> Vec<u8> {
+    let b = v.to_be_bytes();
+    let mut start = 0;
+    while start < 7
+        && ((b[start] == 0 && b[start + 1] & 0x80 == 0)
+            || (b[start] == 0xff && b[start + 1] & 0x80 != 0))
+    {
+        start += 1;
+    }
+    b[start..].to_vec()
+}
+
+fn oid_bytes(o: &[u32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut arcs = vec![o.first().copied().unwrap_or(0) * 40 + o.get(1).copied().unwrap_or(0)];
+    arcs.extend_from_slice(o.get(2..).unwrap_or(&[]));
+    for a in arcs {
+        let mut groups = vec![(a & 0x7f) as u8];
+        let mut v = a >> 7;
+        while v > 0 {
+            groups.push(0x80 | (v & 0x7f) as u8);
+            v >>= 7;
+        }
+        groups.reverse();
+        out.extend(groups);
+    }
+    out
+}
+
+fn value_bytes(v: &SnmpValue) -> Vec<u8> {
+    match v {
+        SnmpValue::Integer(i) => tlv(0x02, &int_bytes(*i)),
+        SnmpValue::OctetString(s) => tlv(0x04, s),
+        SnmpValue::Null => tlv(0x05, &[]),
+        SnmpValue::Oid(o) => tlv(0x06, &oid_bytes(o)),
+        SnmpValue::IpAddress(a) => tlv(0x40, a),
+        SnmpValue::Counter32(n) => tlv(0x41, &int_bytes(*n as i64)),
+        SnmpValue::Gauge32(n) => tlv(0x42, &int_bytes(*n as i64)),
+        SnmpValue::TimeTicks(n) => tlv(0x43, &int_bytes(*n as i64)),
+        SnmpValue::Opaque(s) => tlv(0x44, s),
+        SnmpValue::Counter64(n) => {
+            let mut b = vec![0];
+            b.extend_from_slice(&n.to_be_bytes());
+            let skip = b.iter().take_while(|x| **x == 0).count().min(8);
+            let skip = if b[skip] & 0x80 != 0 { skip - 1 } else { skip };
+            tlv(0x46, &b[skip..])
+        }
+        SnmpValue::NoSuchObject => tlv(0x80, &[]),
+        SnmpValue::NoSuchInstance => tlv(0x81, &[]),
+        SnmpValue::EndOfMibView => tlv(0x82, &[]),
+    }
+}
+
+/// The Response (RFC 3416) that acknowledges an InformRequest: the same request id and
+/// bindings, no error.
+pub fn inform_response(m: &Message) -> Option<Vec<u8>> {
+    let Pdu::TrapV2 {
+        inform: true,
+        request_id,
+        bindings,
+        ..
+    } = &m.pdu
+    else {
+        return None;
+    };
+    let mut vbs = Vec::new();
+    for (name, v) in bindings {
+        let mut b = tlv(0x06, &oid_bytes(name));
+        b.extend(value_bytes(v));
+        vbs.extend(tlv(0x30, &b));
+    }
+    let mut pdu = tlv(0x02, &int_bytes(*request_id));
+    pdu.extend(tlv(0x02, &[0]));
+    pdu.extend(tlv(0x02, &[0]));
+    pdu.extend(tlv(0x30, &vbs));
+    let mut msg = tlv(0x02, &int_bytes(m.version));
+    msg.extend(tlv(0x04, &m.community));
+    msg.extend(tlv(0xa2, &pdu));
+    Some(tlv(0x30, &msg))
+}
+
+/// Encodes a trap (a round trip of the decoder, in the tests).
+#[cfg(test)]
+pub fn encode(m: &Message) -> Vec<u8> {
+    let vbs = |bindings: &[(Vec<u32>, SnmpValue)]| {
+        let mut out = Vec::new();
+        for (name, v) in bindings {
+            let mut b = tlv(0x06, &oid_bytes(name));
+            b.extend(value_bytes(v));
+            out.extend(tlv(0x30, &b));
+        }
+        tlv(0x30, &out)
+    };
+    let pdu = match &m.pdu {
+        Pdu::TrapV1 {
+            enterprise,
+            agent_addr,
+            generic_trap,
+            specific_trap,
+            timestamp,
+            bindings,
+        } => {
+            let mut p = tlv(0x06, &oid_bytes(enterprise));
+            p.extend(tlv(0x40, agent_addr));
+            p.extend(tlv(0x02, &int_bytes(*generic_trap)));
+            p.extend(tlv(0x02, &int_bytes(*specific_trap)));
+            p.extend(tlv(0x43, &int_bytes(*timestamp as i64)));
+            p.extend(vbs(bindings));
+            tlv(0xa4, &p)
+        }
+        Pdu::TrapV2 {
+            inform,
+            request_id,
+            error_status,
+            error_index,
+            bindings,
+        } => {
+            let mut p = tlv(0x02, &int_bytes(*request_id));
+            p.extend(tlv(0x02, &int_bytes(*error_status)));
+            p.extend(tlv(0x02, &int_bytes(*error_index)));
+            p.extend(vbs(bindings));
+            tlv(if *inform { 0xa6 } else { 0xa7 }, &p)
+        }
+    };
+    let mut msg = tlv(0x02, &int_bytes(m.version));
+    msg.extend(tlv(0x04, &m.community));
+    msg.extend(pdu);
+    tlv(0x30, &msg)
+}

@@ -1,0 +1,254 @@
+//! The `snmptrap` input through the real binary with net-snmp's `snmptrap` and `snmpinform`
+//! (Debian's snmp) as the senders: v1 and v2c traps as Logstash's input makes them (OIDs named,
+//! values converted, the PDU in `message` and `[@metadata]`), an inform answered (snmpinform
+//! succeeds only then), another community dropped and counted, and the mapping options.
+
+mod api_support;
+mod net_support;
+mod run_support;
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+fn net_snmp(tool: &str) -> Option<String> {
+    let p = format!("/usr/bin/{tool}");
+    if std::path::Path::new(&p).exists() {
+        Some(p)
+    } else {
+        net_support::missing(&format!("net-snmp's {tool} (Debian's snmp)"));
+        None
+    }
+}
+
+fn send(tool: &str, args: &[&str]) {
+    let out = Command::new(tool)
+        // No MIBs: every OID here is numeric.
+        .env("MIBS", "")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn start(options: &str, out: &std::path::Path) -> (api_support::Sluice, u16) {
+    let dir = api_support::temp_dir("snmptrap");
+    let port = net_support::free_udp_port();
+    let config = format!(
+        r#"input {{ snmptrap {{ host => "127.0.0.1" port => {port} {options} }} }}
+           output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    );
+    let s = api_support::Sluice::start(&dir, "", "", &["-e", &config]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    (s, port)
+}
+
+fn lines(p: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn v1_v2c_and_informs_as_logstash_makes_them() {
+    let (Some(trap), Some(inform)) = (net_snmp("snmptrap"), net_snmp("snmpinform")) else {
+        return;
+    };
+    let out = api_support::temp_dir("snmptrap-out").join("out.json");
+    let (s, port) = start("ecs_compatibility => disabled", &out);
+    let to = format!("127.0.0.1:{port}");
+    send(
+        &trap,
+        &[
+            "-v",
+            "1",
+            "-c",
+            "public",
+            &to,
+            "1.3.6.1.4.1.8072.3.2.10",
+            "192.168.1.40",
+            "6",
+            "1",
+            "1500",
+            "1.3.6.1.2.1.1.5.0",
+            "s",
+            "router1",
+            "1.3.6.1.2.1.2.2.1.1.2",
+            "i",
+            "2",
+            "1.3.6.1.4.1.8072.9999.1.1",
+            "x",
+            "001a2bff",
+            "1.3.6.1.4.1.8072.9999.1.2",
+            "t",
+            "1500",
+        ],
+    );
+    send(
+        &trap,
+        &[
+            "-v",
+            "2c",
+            "-c",
+            "public",
+            &to,
+            "123456",
+            "1.3.6.1.6.3.1.1.5.3",
+            "1.3.6.1.2.1.2.2.1.1.2",
+            "i",
+            "2",
+            "1.3.6.1.4.1.8072.9999.1.3",
+            "a",
+            "10.0.0.1",
+            "1.3.6.1.4.1.8072.9999.1.4",
+            "c",
+            "4294967295",
+        ],
+    );
+    // snmpinform waits for the answer: it fails unless sluice answered.
+    send(
+        &inform,
+        &[
+            "-v",
+            "2c",
+            "-c",
+            "public",
+            "-r",
+            "0",
+            "-t",
+            "5",
+            &to,
+            "42",
+            "1.3.6.1.6.3.1.1.5.1",
+        ],
+    );
+    // Another community: dropped, counted.
+    send(
+        &trap,
+        &["-v", "2c", "-c", "private", &to, "1", "1.3.6.1.6.3.1.1.5.1"],
+    );
+    s.wait_for(20, "three traps and one refused", |v| {
+        let p = &v["pipelines"]["main"];
+        p["events"]["out"] == 3 && p["plugins"]["inputs"][0]["rejected_community"] == 1
+    });
+    s.stop();
+    let events = lines(&out);
+    let v1 = &events[0];
+    assert_eq!(v1["host"], "127.0.0.1");
+    assert_eq!(
+        v1["iso.org.dod.internet.mgmt.mib-2.system.sysName.0"], "router1",
+        "{v1}"
+    );
+    assert_eq!(
+        v1["iso.org.dod.internet.mgmt.mib-2.interfaces.ifTable.ifEntry.ifIndex.2"],
+        2
+    );
+    assert_eq!(
+        v1["iso.org.dod.internet.private.enterprises.8072.9999.1.1"],
+        "00:1a:2b:ff"
+    );
+    assert_eq!(
+        v1["iso.org.dod.internet.private.enterprises.8072.9999.1.2"],
+        1500
+    );
+    assert_eq!(
+        v1["message"],
+        r#"{"agent_addr":"192.168.1.40","generic_trap":6,"specific_trap":1,"enterprise":"1.3.6.1.4.1.8072.3.2.10","variable_bindings":{"1.3.6.1.2.1.1.5.0":"router1","1.3.6.1.2.1.2.2.1.1.2":2,"1.3.6.1.4.1.8072.9999.1.1":"00:1a:2b:ff","1.3.6.1.4.1.8072.9999.1.2":1500},"type":"V1TRAP","community":"public","version":"1","timestamp":1500}"#
+    );
+    let v2 = &events[1];
+    assert_eq!(
+        v2["iso.org.dod.internet.mgmt.mib-2.system.sysUpTime.sysUpTimeInstance"], 123456,
+        "{v2}"
+    );
+    assert_eq!(
+        v2["iso.org.dod.internet.snmpV2.snmpModules.snmpMIB.snmpMIBObjects.snmpTrap.snmpTrapOID.0"],
+        "1.3.6.1.6.3.1.1.5.3"
+    );
+    assert_eq!(
+        v2["iso.org.dod.internet.private.enterprises.8072.9999.1.3"],
+        "10.0.0.1"
+    );
+    assert_eq!(
+        v2["iso.org.dod.internet.private.enterprises.8072.9999.1.4"],
+        4294967295u64
+    );
+    let pdu: Value = serde_json::from_str(v2["message"].as_str().unwrap()).unwrap();
+    assert_eq!(pdu["type"], "TRAP");
+    assert_eq!(pdu["version"], "2c");
+    assert_eq!(pdu["error_status_text"], "Success");
+    assert_eq!(pdu["variable_bindings"]["1.3.6.1.2.1.1.3.0"], 123456);
+    let informed: Value = serde_json::from_str(events[2]["message"].as_str().unwrap()).unwrap();
+    assert_eq!(informed["type"], "INFORM");
+}
+
+#[test]
+fn mapping_options_and_target() {
+    let Some(trap) = net_snmp("snmptrap") else {
+        return;
+    };
+    let out = api_support::temp_dir("snmptrap-map").join("out.json");
+    let (s, port) = start(
+        r#"use_provided_mibs => false oid_mapping_format => "ruby_snmp" oid_map_field_values => true target => "[snmp]""#,
+        &out,
+    );
+    let to = format!("127.0.0.1:{port}");
+    send(
+        &trap,
+        &[
+            "-v",
+            "2c",
+            "-c",
+            "public",
+            &to,
+            "123456",
+            "1.3.6.1.6.3.1.1.5.3",
+            "1.3.6.1.2.1.2.2.1.8.2",
+            "i",
+            "2",
+        ],
+    );
+    s.wait_for(20, "one trap", |v| {
+        v["pipelines"]["main"]["events"]["out"] == 1
+    });
+    s.stop();
+    let e = &lines(&out)[0];
+    assert_eq!(
+        e["snmp"],
+        json!({
+            "SNMPv2-MIB::sysUpTime.0": 123456,
+            "SNMPv2-MIB::snmpTrapOID.0": "IF-MIB::linkDown",
+            "IF-MIB::ifOperStatus.2": 2
+        }),
+        "{e}"
+    );
+    // ECS (the default): the sender in [host][ip].
+    assert_eq!(e["host"]["ip"], "127.0.0.1");
+}
+
+#[test]
+fn options_not_supported_yet_are_refused() {
+    for (option, says) in [
+        (
+            r#"supported_versions => ["3"]"#,
+            "SNMPv3 is not supported yet",
+        ),
+        (r#"supported_transports => ["tcp"]"#, "is not supported yet"),
+        (r#"oid_root_skip => 2 oid_path_length => 2"#, "Use either"),
+        (
+            r#"oid_mapping_format => "dotted_string" oid_root_skip => 2"#,
+            "requires setting",
+        ),
+    ] {
+        let config = format!("input {{ snmptrap {{ {option} }} }} output {{ stdout {{ }} }}");
+        let (ok, _, log) = run_support::pipe_through(&config, "");
+        assert!(!ok, "{option}");
+        assert!(log.contains(says), "{option}: {log}");
+    }
+}
