@@ -11,6 +11,8 @@
 #   - netflow (the codec on udp): softflowd exporting NetFlow v9 from a capture of N/4 flows
 #     (tests/netflow/mkpcap.py); its rate is flows over its own run (reading the capture and
 #     sending), sluice's until the stats stop growing.
+#   - snmptrap: net-snmp's snmptrap sending N/200 v2c traps, one process each (as a script
+#     that calls it per alert does); its rate is traps over the whole loop.
 #   - pipe: `seq N` as the command; its rate is `seq N > /dev/null` timed alone.
 #   - logstash: a second sluice (generator → logstash output, plain HTTP) sending N events;
 #     its rate alone into a `null`-like receiver is not separable, so the row gives the pair.
@@ -30,7 +32,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
 
-API=$(port); GELF=$(port); GELFT=$(port); RELP=$(port); LS=$(port); NF=$(port)
+API=$(port); GELF=$(port); GELFT=$(port); RELP=$(port); LS=$(port); NF=$(port); SNMP=$(port)
 SOCK=$TMP/in.sock
 mkdir -p "$TMP/settings"
 printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$API" "$TMP/data" > "$TMP/settings/sluice.yml"
@@ -41,6 +43,7 @@ target/release/sluice --log.level warn --path.settings "$TMP/settings" -e "
     relp { host => \"127.0.0.1\" port => $RELP }
     logstash { host => \"127.0.0.1\" port => $LS ssl_enabled => false }
     udp { host => \"127.0.0.1\" port => $NF codec => netflow {} receive_buffer_bytes => 8388608 }
+    snmptrap { host => \"127.0.0.1\" port => $SNMP }
   }
   output { null {} }" &
 pids+=($!)
@@ -147,6 +150,20 @@ if command -v softflowd >/dev/null || [ -x /usr/sbin/softflowd ]; then
   N=$SAVED_N
 else
   echo "| netflow | softflowd not installed | | | | |"
+fi
+
+if command -v snmptrap >/dev/null; then
+  TRAPS=$((N / 200))
+  SAVED_N=$N; N=$TRAPS
+  BEFORE=$(out); START=$(now)
+  for i in $(seq "$TRAPS"); do
+    MIBS= snmptrap -v 2c -c public "127.0.0.1:$SNMP" "$i" 1.3.6.1.6.3.1.1.5.3 1.3.6.1.2.1.2.2.1.1.2 i "$i"
+  done
+  PEER=$(rate "$TRAPS" "$START" "$(now)")
+  row "snmptrap (v2c)" "net-snmp snmptrap $(snmptrap --version 2>&1 | awk '{print $NF}'), a process a trap" "$PEER" "$START"
+  N=$SAVED_N
+else
+  echo "| snmptrap | net-snmp's snmptrap not installed | | | | |"
 fi
 
 S=$(now); seq "$N" > /dev/null; E=$(now)
