@@ -56,6 +56,7 @@ pub fn registry() -> Registry {
     r.add_input("elastic_agent", inputs::beats::build);
     r.add_input("tcp", inputs::tcp::build);
     r.add_input("relp", inputs::relp::build);
+    r.add_input("snmp", inputs::snmp::build);
     r.add_input("snmptrap", inputs::snmptrap::build);
     r.add_input("udp", inputs::udp::build);
     r.add_input("unix", inputs::unix::build);

@@ -17,6 +17,7 @@ pub mod rabbitmq;
 pub mod redis;
 pub mod relp;
 pub mod s3;
+pub mod snmp;
 pub mod snmptrap;
 pub mod sqs;
 pub mod stdin;

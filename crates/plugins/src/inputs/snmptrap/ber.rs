@@ -349,6 +349,54 @@ pub fn inform_response(m: &Message) -> Option<Vec<u8>> {
     Some(tlv(0x30, &msg))
 }
 
+/// A request of the `snmp` input: GetRequest (`0xa0`), GetNextRequest (`0xa1`) or
+/// GetBulkRequest (`0xa5`, with its non-repeaters and max-repetitions in the error fields), each
+/// OID with a NULL value.
+pub fn request(
+    version: i64,
+    community: &[u8],
+    tag: u8,
+    request_id: i64,
+    (a, b): (i64, i64),
+    oids: &[Vec<u32>],
+) -> Vec<u8> {
+    let mut vbs = Vec::new();
+    for o in oids {
+        let mut vb = tlv(0x06, &oid_bytes(o));
+        vb.extend(tlv(0x05, &[]));
+        vbs.extend(tlv(0x30, &vb));
+    }
+    let mut pdu = tlv(0x02, &int_bytes(request_id));
+    pdu.extend(tlv(0x02, &int_bytes(a)));
+    pdu.extend(tlv(0x02, &int_bytes(b)));
+    pdu.extend(tlv(0x30, &vbs));
+    let mut msg = tlv(0x02, &int_bytes(version));
+    msg.extend(tlv(0x04, community));
+    msg.extend(tlv(tag, &pdu));
+    tlv(0x30, &msg)
+}
+
+/// A Response: (request id, error status, error index, bindings).
+pub type Response = (i64, i64, i64, Vec<(Vec<u32>, SnmpValue)>);
+
+/// Decodes a Response PDU.
+pub fn decode_response(data: &[u8]) -> Result<Response, String> {
+    let mut top = Reader { b: data };
+    let mut m = Reader {
+        b: top.expect(0x30, "the message")?,
+    };
+    m.int("the version")?;
+    m.expect(0x04, "the community")?;
+    let mut p = Reader {
+        b: m.expect(0xa2, "a Response")?,
+    };
+    let id = p.int("the request id")?;
+    let status = p.int("the error status")?;
+    let index = p.int("the error index")?;
+    let b = bindings(p.expect(0x30, "the variable bindings")?)?;
+    Ok((id, status, index, b))
+}
+
 /// Encodes a trap (a round trip of the decoder, in the tests).
 #[cfg(test)]
 pub fn encode(m: &Message) -> Vec<u8> {

@@ -14,8 +14,8 @@
 //! `rejected_community`); a datagram that is not a trap is counted as `invalid_messages`.
 //! SNMPv3, TCP and libsmi `.dic` MIB files are not supported yet and are refused as options.
 
-mod ber;
-mod mib;
+pub mod ber;
+pub mod mib;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -32,11 +32,79 @@ pub struct SnmptrapInput {
     port: u16,
     communities: Vec<Vec<u8>>,
     versions: Vec<i64>,
-    mib: Mib,
-    map_values: bool,
-    target: Option<FieldRef>,
+    mapping: Mapping,
     host_field: FieldRef,
     counters: Arc<NamedCounters>,
+}
+
+/// How bindings become fields, shared with the `snmp` input: the names (MIBs and the mapping
+/// options), whether OID values are named too, and where the fields go.
+#[derive(Clone)]
+pub struct Mapping {
+    pub mib: Mib,
+    pub map_values: bool,
+    pub target: Option<FieldRef>,
+}
+
+/// The mapping options both SNMP inputs take.
+pub fn read_mapping(opts: &mut Options, input: &str) -> Result<Mapping, ConfigError> {
+    let format = match opts
+        .choice(
+            "oid_mapping_format",
+            &["default", "ruby_snmp", "dotted_string"],
+            "default",
+        )?
+        .as_str()
+    {
+        "ruby_snmp" => Format::RubySnmp,
+        "dotted_string" => Format::Dotted,
+        _ => Format::Default,
+    };
+    let root_skip = opts.int("oid_root_skip")?.unwrap_or(0).max(0) as usize;
+    let path_length = opts.int("oid_path_length")?.unwrap_or(0).max(0) as usize;
+    if format == Format::Default && root_skip > 0 && path_length > 0 {
+        return Err(opts.plugin_error("Use either `oid_root_skip` or `oid_path_length`"));
+    }
+    if format != Format::Default && (root_skip > 0 || path_length > 0) {
+        return Err(opts.plugin_error(
+            "The `oid_root_skip` and `oid_path_length` requires setting `oid_mapping_format` to `default`",
+        ));
+    }
+    let provided = opts.boolean_or("use_provided_mibs", true)?;
+    let mut mib = Mib::new(provided, format);
+    mib.root_skip = root_skip;
+    mib.path_length = path_length;
+    let mut paths = opts.string_list("mib_paths")?.unwrap_or_default();
+    if let Some(dir) = opts.string("yamlmibdir")? {
+        tracing::warn!("{input} input: yamlmibdir is deprecated; use mib_paths");
+        paths.push(dir);
+    }
+    for p in paths {
+        load_mibs(opts, &mut mib, std::path::Path::new(&p))?;
+    }
+    let map_values = opts.boolean_or("oid_map_field_values", false)?;
+    let target = match opts.string("target")? {
+        Some(t) => Some(FieldRef::parse(&t).map_err(|e| opts.error("target", e.to_string()))?),
+        None => None,
+    };
+    for v3 in [
+        "security_name",
+        "auth_protocol",
+        "auth_pass",
+        "priv_protocol",
+        "priv_pass",
+        "security_level",
+    ] {
+        if opts.has(v3) {
+            opts.take(v3);
+            return Err(opts.error(v3, "is for SNMPv3, which is not supported yet"));
+        }
+    }
+    Ok(Mapping {
+        mib,
+        map_values,
+        target,
+    })
 }
 
 pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
@@ -87,59 +155,8 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
             ));
         }
     }
-    for v3 in [
-        "security_name",
-        "auth_protocol",
-        "auth_pass",
-        "priv_protocol",
-        "priv_pass",
-        "security_level",
-    ] {
-        if opts.has(v3) {
-            opts.take(v3);
-            return Err(opts.error(v3, "is for SNMPv3, which is not supported yet"));
-        }
-    }
     let _ = opts.int("threads")?;
-    let format = match opts
-        .choice(
-            "oid_mapping_format",
-            &["default", "ruby_snmp", "dotted_string"],
-            "default",
-        )?
-        .as_str()
-    {
-        "ruby_snmp" => Format::RubySnmp,
-        "dotted_string" => Format::Dotted,
-        _ => Format::Default,
-    };
-    let root_skip = opts.int("oid_root_skip")?.unwrap_or(0).max(0) as usize;
-    let path_length = opts.int("oid_path_length")?.unwrap_or(0).max(0) as usize;
-    if format == Format::Default && root_skip > 0 && path_length > 0 {
-        return Err(opts.plugin_error("Use either `oid_root_skip` or `oid_path_length`"));
-    }
-    if format != Format::Default && (root_skip > 0 || path_length > 0) {
-        return Err(opts.plugin_error(
-            "The `oid_root_skip` and `oid_path_length` requires setting `oid_mapping_format` to `default`",
-        ));
-    }
-    let provided = opts.boolean_or("use_provided_mibs", true)?;
-    let mut mib = Mib::new(provided, format);
-    mib.root_skip = root_skip;
-    mib.path_length = path_length;
-    let mut paths = opts.string_list("mib_paths")?.unwrap_or_default();
-    if let Some(dir) = opts.string("yamlmibdir")? {
-        tracing::warn!("snmptrap input: yamlmibdir is deprecated; use mib_paths");
-        paths.push(dir);
-    }
-    for p in paths {
-        load_mibs(opts, &mut mib, std::path::Path::new(&p))?;
-    }
-    let map_values = opts.boolean_or("oid_map_field_values", false)?;
-    let target = match opts.string("target")? {
-        Some(t) => Some(FieldRef::parse(&t).map_err(|e| opts.error("target", e.to_string()))?),
-        None => None,
-    };
+    let mapping = read_mapping(opts, "snmptrap")?;
     let ecs = crate::ecs::Ecs::from_options(opts)?;
     let host_field = if ecs.enabled() {
         FieldRef::parse("[host][ip]").expect("a valid reference")
@@ -152,9 +169,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         port,
         communities,
         versions,
-        mib,
-        map_values,
-        target,
+        mapping,
         host_field,
         counters: Arc::new(NamedCounters::with_paths(&[
             "invalid_messages",
@@ -265,13 +280,13 @@ impl Input for SnmptrapInput {
 /// A variable binding: its OID and value.
 type Binding = (Vec<u32>, SnmpValue);
 
-fn dotted(oid: &[u32]) -> String {
+pub fn dotted(oid: &[u32]) -> String {
     oid.iter().map(u32::to_string).collect::<Vec<_>>().join(".")
 }
 
-impl SnmptrapInput {
-    /// A value as Logstash's input converts it.
-    fn value(&self, v: &SnmpValue) -> Value {
+impl Mapping {
+    /// A value as Logstash's SNMP inputs convert it.
+    pub fn value(&self, v: &SnmpValue) -> Value {
         let hex = |b: &[u8]| {
             b.iter()
                 .map(|x| format!("{x:02x}"))
@@ -310,6 +325,24 @@ impl SnmptrapInput {
             }
             SnmpValue::EndOfMibView => Value::String("error: end of MIB view".into()),
         }
+    }
+
+    /// Sets `fields` on `e`, at the root or under `target`.
+    pub fn put(&self, e: &mut Event, fields: Map) {
+        match &self.target {
+            Some(t) => e.set(t, Value::Object(fields)),
+            None => {
+                for (k, v) in fields {
+                    e.fields_mut().insert(k, v);
+                }
+            }
+        }
+    }
+}
+
+impl SnmptrapInput {
+    fn value(&self, v: &SnmpValue) -> Value {
+        self.mapping.value(v)
     }
 
     fn event(&self, m: &Message, from: SocketAddr) -> Event {
@@ -369,16 +402,9 @@ impl SnmptrapInput {
         for (oid, v) in bindings {
             let value = self.value(v);
             by_oid.insert(Key::from(dotted(oid).as_str()), value.clone());
-            fields.insert(Key::from(self.mib.name(oid).as_str()), value);
+            fields.insert(Key::from(self.mapping.mib.name(oid).as_str()), value);
         }
-        match &self.target {
-            Some(t) => e.set(t, Value::Object(fields)),
-            None => {
-                for (k, v) in fields {
-                    e.fields_mut().insert(k, v);
-                }
-            }
-        }
+        self.mapping.put(&mut e, fields);
         e.set(
             &self.host_field,
             Value::String(from.ip().to_string().into()),
