@@ -13,6 +13,9 @@
 #     sending), sluice's until the stats stop growing.
 #   - snmptrap: net-snmp's snmptrap sending N/200 v2c traps, one process each (as a script
 #     that calls it per alert does); its rate is traps over the whole loop.
+#   - snmp: net-snmp's snmpd on a port of the script's own; the snmp input walks mib-2 once
+#     (GETBULK of 10), against net-snmp's own snmpbulkwalk of the same subtree: values per
+#     second, each from its start to its last value (sluice's includes starting the process).
 #   - pipe: `seq N` as the command; its rate is `seq N > /dev/null` timed alone.
 #   - logstash: a second sluice (generator → logstash output, plain HTTP) sending N events;
 #     its rate alone into a `null`-like receiver is not separable, so the row gives the pair.
@@ -164,6 +167,30 @@ if command -v snmptrap >/dev/null; then
   N=$SAVED_N
 else
   echo "| snmptrap | net-snmp's snmptrap not installed | | | | |"
+fi
+
+if [ -x /usr/sbin/snmpd ] && command -v snmpbulkwalk >/dev/null; then
+  AG=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  printf 'agentAddress udp:127.0.0.1:%s\nrocommunity public 127.0.0.1\n' "$AG" > "$TMP/snmpd.conf"
+  /usr/sbin/snmpd -f -Lo -C -c "$TMP/snmpd.conf" -p "$TMP/snmpd.pid" >/dev/null 2>&1 & pids+=($!)
+  until MIBS= snmpget -v2c -c public -t 1 -r 0 "127.0.0.1:$AG" 1.3.6.1.2.1.1.5.0 >/dev/null 2>&1; do sleep 0.1; done
+  S=$(now); VALUES=$(MIBS= snmpbulkwalk -v2c -c public -Cr10 "127.0.0.1:$AG" 1.3.6.1.2.1 | wc -l); E=$(now)
+  PEER=$(rate "$VALUES" "$S" "$E")
+  mkdir -p "$TMP/snmp-settings"
+  printf 'api.enabled: false\npath.data: %s\n' "$TMP/snmp-data" > "$TMP/snmp-settings/sluice.yml"
+  S=$(now)
+  target/release/sluice --log.level warn --path.settings "$TMP/snmp-settings" -e "
+    input { snmp { walk => ['1.3.6.1.2.1'] hosts => [{host => 'udp:127.0.0.1/$AG'}] interval => 3600 oid_mapping_format => 'dotted_string' } }
+    output { file { path => '$TMP/snmp.json' } }" & SP=$!
+  pids+=($SP)
+  until [ -s "$TMP/snmp.json" ]; do sleep 0.01; done
+  E=$(now)
+  kill "$SP"
+  GOT=$(python3 -c "import json,sys; e=json.loads(open('$TMP/snmp.json').readline()); print(sum(1 for k in e if k.startswith('1.3.6')))")
+  SR=$(rate "$GOT" "$S" "$E")
+  printf '| snmp (walk of mib-2, v2c) | snmpbulkwalk %s | %s values/s | %s values/s | %s | %s of %s values |\n' "$(dpkg-query -W -f='${Version}' snmp 2>/dev/null || true)" "$PEER" "$SR" "$(ratio "$SR" "$PEER")" "$GOT" "$VALUES"
+else
+  echo "| snmp | net-snmp's snmpd/snmpbulkwalk not installed | | | | |"
 fi
 
 S=$(now); seq "$N" > /dev/null; E=$(now)
