@@ -100,3 +100,29 @@ fn kernel_drops_are_counted_exactly() {
     s.stop();
     assert_eq!(reader.join().unwrap() as u64, out);
 }
+
+/// `buffer_size` above a datagram's largest size is taken, as Logstash takes it (the surveyed
+/// fortinet configs set 131072); 0 is refused.
+#[test]
+fn buffer_size_is_read_as_logstash_reads_it() {
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    let check = |size: &str| {
+        Command::new(sluice)
+            .args([
+                "-t",
+                "-e",
+                &format!("input {{ udp {{ port => 5514 buffer_size => {size} }} }} output {{ null {{ }} }}"),
+            ])
+            .output()
+            .unwrap()
+    };
+    let ok = check("131072");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let bad = check("0");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("must be at least 1"));
+}

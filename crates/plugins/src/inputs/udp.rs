@@ -36,9 +36,11 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     let host = opts.string_or("host", "0.0.0.0")?;
     let port = crate::net::port(opts, "port", None)?;
     let buffer_size = opts.int("buffer_size")?.unwrap_or(65536);
-    if !(1..=65536).contains(&buffer_size) {
-        return Err(opts.error("buffer_size", "must be between 1 and 65536"));
+    if buffer_size < 1 {
+        return Err(opts.error("buffer_size", "must be at least 1"));
     }
+    // As Logstash, any size is taken; a datagram is never larger than 65,535 bytes.
+    let buffer_size = buffer_size.min(65536);
     let receive_buffer_bytes = match opts.int("receive_buffer_bytes")? {
         Some(n) if n < 1 => return Err(opts.error("receive_buffer_bytes", "must be at least 1")),
         n => n.map(|n| n as usize),
