@@ -198,7 +198,12 @@ fn templates_unknown_then_known_and_kept_across_a_restart() {
     let s = api_support::Sluice::start(&dir, "", "", &["-e", &config]);
     std::thread::sleep(std::time::Duration::from_millis(500));
     // Data before its template: dropped and counted; then the template and data together.
+    // (One after the other: the udp input's workers read datagrams side by side, so a template
+    // sent at once could be decoded first.)
     send(v9(1, &[data(2)]));
+    s.wait_for(20, "one unknown flowset", |v| {
+        v["pipelines"]["main"]["plugins"]["inputs"][0]["netflow_unknown_template_flowsets"] == 1
+    });
     send(v9(1, &[template(), data(2)]));
     s.wait_for(20, "two events and one unknown flowset", |v| {
         let p = &v["pipelines"]["main"];
