@@ -47,6 +47,9 @@ pub struct Spec {
 /// (type, name) by id.
 type Table = HashMap<u16, (&'static str, &'static str)>;
 
+/// (type, name) by enterprise and id.
+type VendorTable = HashMap<(u32, u16), (&'static str, &'static str)>;
+
 fn parse_table(text: &'static str) -> Table {
     text.lines()
         .filter_map(|l| {
@@ -65,6 +68,24 @@ fn v9_table() -> &'static Table {
 fn ipfix_table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| parse_table(include_str!("ipfix.tsv")))
+}
+
+/// Vendors' elements (`ipfix_vendors.tsv`: enterprise, id, type, name): Cisco, Nokia,
+/// Netscaler, YAF/CERT, VMware, Procera, Barracuda, IXIA, Gigamon and others, as Logstash's
+/// codec names them.
+fn vendor_table() -> &'static VendorTable {
+    static T: OnceLock<VendorTable> = OnceLock::new();
+    T.get_or_init(|| {
+        include_str!("ipfix_vendors.tsv")
+            .lines()
+            .filter_map(|l| {
+                let mut p = l.split('\t');
+                let pen = p.next()?.parse().ok()?;
+                let id = p.next()?.parse().ok()?;
+                Some(((pen, id), (p.next()?, p.next()?)))
+            })
+            .collect()
+    })
 }
 
 /// RFC 5103's reverse elements (PEN 29305): `reverse` and the element's name capitalised.
@@ -110,7 +131,10 @@ pub fn ipfix(pen: u32, id: u16, len: u16) -> Option<Spec> {
             let (t, _) = *ipfix_table().get(&id)?;
             (t, reverse_names().get(&id)?.clone())
         }
-        _ => return None,
+        pen => {
+            let (t, n) = *vendor_table().get(&(pen, id))?;
+            (t, n.to_owned())
+        }
     };
     let kind = match ty {
         "skip" if len == 65535 => Kind::VarSkip,
@@ -119,7 +143,8 @@ pub fn ipfix(pen: u32, id: u16, len: u16) -> Option<Spec> {
         "string" => Kind::Str(l),
         "octetarray" if len == 65535 => return None,
         "octetarray" => Kind::OctetArray(l),
-        "uint16" | "uint32" | "uint64" => Kind::Uint(l),
+        // (Netscaler's element 538 says `uint15`: an unsigned of the template's length.)
+        "uint15" | "uint16" | "uint32" | "uint64" => Kind::Uint(l),
         other => fixed(other)?,
     };
     Some(Spec {
@@ -463,6 +488,21 @@ mod tests {
         assert_eq!(a("2001:db8:0:1:0:0:0:1"), "2001:db8:0:1::1");
     }
 
+    /// Every row of the tables is a field this codec can read.
+    #[test]
+    fn every_table_row_maps() {
+        for (id, (t, _)) in v9_table() {
+            let len = if *t == "string" { 65535 } else { 4 };
+            assert!(v9(*id, len).is_some(), "v9 {id} {t}");
+        }
+        for (id, (t, _)) in ipfix_table() {
+            assert!(ipfix(0, *id, 4).is_some(), "ipfix {id} {t}");
+        }
+        for ((pen, id), (t, _)) in vendor_table() {
+            assert!(ipfix(*pen, *id, 4).is_some(), "ipfix {pen}/{id} {t}");
+        }
+    }
+
     #[test]
     fn tables_know_the_common_fields() {
         assert_eq!(v9(8, 4).unwrap().name.unwrap().as_str(), "ipv4_src_addr");
@@ -479,7 +519,18 @@ mod tests {
             ipfix(29305, 1, 8).unwrap().name.unwrap().as_str(),
             "reverseOctetDeltaCount"
         );
-        assert!(ipfix(5951, 128, 4).is_none());
+        assert_eq!(
+            ipfix(5951, 128, 4).unwrap().name.unwrap().as_str(),
+            "netscalerRoundTripTime"
+        );
+        assert_eq!(ipfix(5951, 130, 65535).unwrap().kind, Kind::VarStr);
+        assert_eq!(
+            ipfix(6871, 179, 65535).unwrap().name.unwrap().as_str(),
+            "dnsQName"
+        );
+        assert_eq!(ipfix(15397, 38, 4).unwrap().kind, Kind::Float);
+        assert!(ipfix(5951, 1, 4).is_none());
+        assert!(ipfix(12345, 1, 4).is_none());
         let fields: Vec<(Option<Key>, Kind)> = [v9(8, 4), v9(0, 3), v9(82, 65535)]
             .into_iter()
             .map(|s| s.map(|s| (s.name, s.kind)).unwrap())

@@ -4,8 +4,9 @@
 //! Every flow record becomes an event with its fields under `target` (`netflow`), named as
 //! Logstash names them: v5's fixed record (`ipv4_src_addr`, `in_bytes`, `first_switched`...),
 //! v9's fields by Cisco's names (`in_bytes`, `l4_src_port`...), IPFIX's by IANA's
-//! (`octetDeltaCount`, `sourceTransportPort`...); the tables are in `v9.tsv` and `ipfix.tsv`
-//! (enterprise 0, and RFC 5103's reverse elements, PEN 29305).
+//! (`octetDeltaCount`, `sourceTransportPort`...); the tables are in `v9.tsv`, `ipfix.tsv`
+//! (enterprise 0, and RFC 5103's reverse elements, PEN 29305) and `ipfix_vendors.tsv` (the
+//! vendors Logstash's codec knows: Cisco, Netscaler, YAF, VMware, Procera, IXIA...).
 //!
 //! v9 and IPFIX send templates first and data records that refer to them. Templates are kept
 //! by `source_id|template_id` (v9) or `observation_domain_id|template_id` (IPFIX) for
@@ -114,7 +115,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
             opts.take(unsupported);
             return Err(opts.error(
                 unsupported,
-                "extra field definitions are not supported yet (the built-in tables cover NetFlow v9 and IANA's IPFIX elements with RFC 5103's reverse ones)",
+                "extra field definitions are not supported yet (the built-in tables cover NetFlow v9, IANA's IPFIX elements with RFC 5103's reverse ones, and the vendors Logstash's codec knows)",
             ));
         }
     }
