@@ -34,13 +34,13 @@ pub enum Names {
     Elasticsearch,
 }
 
-fn read_pem(opts: &Options, name: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
+pub(crate) fn read_pem(opts: &Options, name: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
     std::fs::read(path).map_err(|e| opts.error(name, format!("cannot read {path:?}: {e}")))
 }
 
 /// The client certificate and key (PEM), read from the paths the two options give; one
 /// without the other is an error.
-fn client_pair(
+pub(crate) fn client_pair(
     opts: &Options,
     (cert_name, cert): (&str, Option<String>),
     (key_name, key): (&str, Option<String>),

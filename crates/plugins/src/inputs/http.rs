@@ -78,7 +78,8 @@ pub fn build_logstash(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError>
             "The `logstash` input does not have an externally-configurable `codec`",
         ));
     }
-    if opts.boolean("ssl_enabled")? == Some(false) {
+    let ssl = opts.boolean("ssl_enabled")?.unwrap_or(true);
+    if !ssl {
         let given: Vec<&str> = [
             "ssl_certificate",
             "ssl_key",
@@ -96,28 +97,12 @@ pub fn build_logstash(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError>
                 format!("Explicit SSL-related settings not supported because `ssl_enabled => false`: {given:?}"),
             ));
         }
-        let settings = http_server::settings_with(
-            opts,
-            "logstash",
-            9800,
-            100 * 1024 * 1024,
-            "username",
-            false,
-        )?;
-        if settings.auth.is_some() {
-            tracing::warn!("logstash input: credentials go over a connection without TLS");
-        }
-        return build_logstash_with(opts, settings);
     }
     let settings =
-        http_server::settings_with(opts, "logstash", 9800, 100 * 1024 * 1024, "username", true)?;
-    build_logstash_with(opts, settings)
-}
-
-fn build_logstash_with(
-    opts: &mut Options,
-    settings: http_server::Settings,
-) -> Result<Box<dyn Input>, ConfigError> {
+        http_server::settings_with(opts, "logstash", 9800, 100 * 1024 * 1024, "username", ssl)?;
+    if !ssl && settings.auth.is_some() {
+        tracing::warn!("logstash input: credentials go over a connection without TLS");
+    }
     let codec = opts.codec_named("codec", "json_lines")?;
     let threads = settings.listen.threads;
     Ok(Box::new(HttpInput {

@@ -156,16 +156,8 @@ impl LumberjackOutput {
 
     fn connect(&self, host: &str) -> Result<Stream, String> {
         let target = crate::net::address(host, self.port);
-        let addr = {
-            use std::net::ToSocketAddrs;
-            target
-                .to_socket_addrs()
-                .map_err(|e| format!("resolving {target}: {e}"))?
-                .next()
-                .ok_or_else(|| format!("{target}: no address"))?
-        };
-        let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
-            .map_err(|e| format!("cannot connect to {target}: {e}"))?;
+        let tcp =
+            super::tcp::connect(&target).map_err(|e| format!("cannot connect to {target}: {e}"))?;
         let _ = tcp.set_nodelay(true);
         tcp.set_read_timeout(Some(ACK_TIMEOUT))
             .and_then(|()| tcp.set_write_timeout(Some(ACK_TIMEOUT)))

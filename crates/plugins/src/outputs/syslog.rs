@@ -130,9 +130,7 @@ fn read_tls(opts: &mut Options, on: bool) -> Result<Option<crate::tls::Tls>, Con
     if !on {
         return Ok(None);
     }
-    let read = |name: &str, path: &str| {
-        std::fs::read(path).map_err(|e| opts.error(name, format!("cannot read {path:?}: {e}")))
-    };
+    let read = |name: &str, path: &str| crate::tls::read_pem(opts, name, path);
     let ca = match ca {
         Some(p) if std::path::Path::new(&p).is_dir() => {
             let mut pem = Vec::new();
@@ -149,12 +147,7 @@ fn read_tls(opts: &mut Options, on: bool) -> Result<Option<crate::tls::Tls>, Con
         Some(p) => Some(read("ssl_cacert", &p)?),
         None => None,
     };
-    let client = match (cert, key) {
-        (Some(c), Some(k)) => Some((read("ssl_cert", &c)?, read("ssl_key", &k)?)),
-        (None, None) => None,
-        (Some(_), None) => return Err(opts.error("ssl_cert", "requires ssl_key as well")),
-        (None, Some(_)) => return Err(opts.error("ssl_key", "requires ssl_cert as well")),
-    };
+    let client = crate::tls::client_pair(opts, ("ssl_cert", cert), ("ssl_key", key))?;
     Ok(Some(crate::tls::Tls { ca, client, verify }))
 }
 

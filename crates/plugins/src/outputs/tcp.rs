@@ -29,7 +29,7 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_HANDSHAKES: usize = 64;
 
 /// Connects with a bounded wait to each of `target`'s addresses.
-fn connect(target: &str) -> std::io::Result<TcpStream> {
+pub(crate) fn connect(target: &str) -> std::io::Result<TcpStream> {
     use std::net::ToSocketAddrs;
     let mut last = None;
     for addr in target.to_socket_addrs()? {

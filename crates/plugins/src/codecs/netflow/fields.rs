@@ -315,11 +315,11 @@ impl Kind {
 }
 
 /// A template as the cache file keeps it (Logstash's shape): `[[type, name, options?]...]`.
-pub fn save(fields: &[(Option<Key>, Kind)]) -> serde_json::Value {
+pub fn save(fields: &[Spec]) -> serde_json::Value {
     serde_json::Value::Array(
         fields
             .iter()
-            .map(|(name, kind)| {
+            .map(|Spec { name, kind }| {
                 let (ty, opts) = kind.type_name();
                 let mut a = vec![
                     serde_json::Value::String(ty),
@@ -335,7 +335,7 @@ pub fn save(fields: &[(Option<Key>, Kind)]) -> serde_json::Value {
 }
 
 /// A template from the cache file; `None` when a field is not one of ours.
-pub fn load(v: &serde_json::Value) -> Option<Vec<(Option<Key>, Kind)>> {
+pub fn load(v: &serde_json::Value) -> Option<Vec<Spec>> {
     v.as_array()?
         .iter()
         .map(|f| {
@@ -372,7 +372,7 @@ pub fn load(v: &serde_json::Value) -> Option<Vec<(Option<Key>, Kind)>> {
                     }
                 }
             };
-            Some((name, kind))
+            Some(Spec { name, kind })
         })
         .collect()
 }
@@ -531,9 +531,9 @@ mod tests {
         assert_eq!(ipfix(15397, 38, 4).unwrap().kind, Kind::Float);
         assert!(ipfix(5951, 1, 4).is_none());
         assert!(ipfix(12345, 1, 4).is_none());
-        let fields: Vec<(Option<Key>, Kind)> = [v9(8, 4), v9(0, 3), v9(82, 65535)]
+        let fields: Vec<Spec> = [v9(8, 4), v9(0, 3), v9(82, 65535)]
             .into_iter()
-            .map(|s| s.map(|s| (s.name, s.kind)).unwrap())
+            .map(Option::unwrap)
             .collect();
         assert_eq!(load(&save(&fields)).unwrap(), fields);
     }

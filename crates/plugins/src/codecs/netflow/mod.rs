@@ -53,7 +53,8 @@ struct Shared {
 /// Templates by key, each with when it expires (Unix seconds).
 #[derive(Default)]
 struct Registry {
-    map: HashMap<String, (Arc<Template>, u64)>,
+    /// By (source id or observation domain, template id); written `a|b` in the cache files.
+    map: HashMap<(u32, u16), (Arc<Template>, u64)>,
 }
 
 /// A template: its fields in wire order.
@@ -334,8 +335,7 @@ impl Netflow {
                 0 => self.v9_templates(body, source_id),
                 1 => self.v9_options_template(body, source_id),
                 _ => {
-                    let key = format!("{source_id}|{id}");
-                    let Some(t) = self.shared.lookup(&self.shared.v9, &key) else {
+                    let Some(t) = self.shared.lookup(&self.shared.v9, (source_id, id)) else {
                         self.shared.counters.add(UNKNOWN, 1);
                         tracing::warn!("netflow codec: Can't (yet) decode flowset id {id} from source id {source_id}, because no template to decode it with has been received. This message will usually go away after 1 minute.");
                         continue;
@@ -434,7 +434,7 @@ impl Netflow {
             if ok {
                 self.shared.register(
                     &self.shared.v9,
-                    format!("{source_id}|{id}"),
+                    (source_id, id),
                     fields,
                     "netflow_templates.cache",
                 );
@@ -491,7 +491,7 @@ impl Netflow {
         match parsed {
             Ok(Some((id, fields))) => self.shared.register(
                 &self.shared.v9,
-                format!("{source_id}|{id}"),
+                (source_id, id),
                 fields,
                 "netflow_templates.cache",
             ),
@@ -529,8 +529,7 @@ impl Netflow {
                 2 => self.ipfix_templates(body, domain),
                 3 => self.ipfix_options_template(body, domain),
                 _ => {
-                    let key = format!("{domain}|{id}");
-                    let Some(t) = self.shared.lookup(&self.shared.ipfix, &key) else {
+                    let Some(t) = self.shared.lookup(&self.shared.ipfix, (domain, id)) else {
                         self.shared.counters.add(UNKNOWN, 1);
                         tracing::warn!("netflow codec: Can't (yet) decode flowset id {id} from observation domain id {domain}, because no template to decode it with has been received. This message will usually go away after 1 minute.");
                         continue;
@@ -605,7 +604,7 @@ impl Netflow {
             match r {
                 Ok((id, Some(fields))) => self.shared.register(
                     &self.shared.ipfix,
-                    format!("{domain}|{id}"),
+                    (domain, id),
                     fields,
                     "ipfix_templates.cache",
                 ),
@@ -632,7 +631,7 @@ impl Netflow {
         match r {
             Ok((id, Some(fields))) => self.shared.register(
                 &self.shared.ipfix,
-                format!("{domain}|{id}"),
+                (domain, id),
                 fields,
                 "ipfix_templates.cache",
             ),
@@ -707,19 +706,19 @@ impl Template {
 }
 
 impl Shared {
-    fn lookup(&self, registry: &Mutex<Registry>, key: &str) -> Option<Arc<Template>> {
+    fn lookup(&self, registry: &Mutex<Registry>, key: (u32, u16)) -> Option<Arc<Template>> {
         let mut r = registry.lock().unwrap_or_else(|e| e.into_inner());
-        match r.map.get(key) {
+        match r.map.get(&key) {
             Some((t, expires)) if *expires >= now_secs() => Some(Arc::clone(t)),
             Some(_) => {
-                r.map.remove(key);
+                r.map.remove(&key);
                 None
             }
             None => None,
         }
     }
 
-    fn register(&self, registry: &Mutex<Registry>, key: String, fields: Vec<Spec>, file: &str) {
+    fn register(&self, registry: &Mutex<Registry>, key: (u32, u16), fields: Vec<Spec>, file: &str) {
         let t = Arc::new(Template { fields });
         let mut r = registry.lock().unwrap_or_else(|e| e.into_inner());
         let now = now_secs();
@@ -735,17 +734,7 @@ impl Shared {
             let saved: serde_json::Map<String, serde_json::Value> = r
                 .map
                 .iter()
-                .map(|(k, (t, _))| {
-                    (
-                        k.clone(),
-                        fields::save(
-                            &t.fields
-                                .iter()
-                                .map(|f| (f.name.clone(), f.kind.clone()))
-                                .collect::<Vec<_>>(),
-                        ),
-                    )
-                })
+                .map(|((a, b), (t, _))| (format!("{a}|{b}"), fields::save(&t.fields)))
                 .collect();
             let path = dir.join(file);
             let tmp = dir.join(format!(".{file}.tmp"));
@@ -784,15 +773,16 @@ impl Shared {
             let mut r = registry.lock().unwrap_or_else(|e| e.into_inner());
             let expires = now_secs() + self.ttl;
             for (key, fields) in parsed {
-                match fields::load(&fields) {
-                    Some(specs) => {
-                        let fields = specs
-                            .into_iter()
-                            .map(|(name, kind)| Spec { name, kind })
-                            .collect();
-                        r.map.insert(key, (Arc::new(Template { fields }), expires));
+                // `source|template` (Logstash adds `|host|port` only when its input passes
+                // them, which ours does not: such keys would never be looked up).
+                let parsed_key = key
+                    .split_once('|')
+                    .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+                match (parsed_key, fields::load(&fields)) {
+                    (Some(k), Some(fields)) => {
+                        r.map.insert(k, (Arc::new(Template { fields }), expires));
                     }
-                    None => {
+                    _ => {
                         tracing::warn!(path = %path.display(), key, "netflow codec: a cached template it cannot read; skipped")
                     }
                 }

@@ -321,6 +321,39 @@ fn value_bytes(v: &SnmpValue) -> Vec<u8> {
     }
 }
 
+/// A variable-bindings list.
+fn binding_list(bindings: &[(Vec<u32>, SnmpValue)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, v) in bindings {
+        let mut b = tlv(0x06, &oid_bytes(name));
+        b.extend(value_bytes(v));
+        out.extend(tlv(0x30, &b));
+    }
+    tlv(0x30, &out)
+}
+
+/// A PDU of the v2 shape (request id, two integers, bindings) with this tag.
+fn pdu(
+    tag: u8,
+    request_id: i64,
+    (a, b): (i64, i64),
+    bindings: &[(Vec<u32>, SnmpValue)],
+) -> Vec<u8> {
+    let mut p = tlv(0x02, &int_bytes(request_id));
+    p.extend(tlv(0x02, &int_bytes(a)));
+    p.extend(tlv(0x02, &int_bytes(b)));
+    p.extend(binding_list(bindings));
+    tlv(tag, &p)
+}
+
+/// A v1/v2c message around a PDU.
+fn message(version: i64, community: &[u8], pdu: Vec<u8>) -> Vec<u8> {
+    let mut msg = tlv(0x02, &int_bytes(version));
+    msg.extend(tlv(0x04, community));
+    msg.extend(pdu);
+    tlv(0x30, &msg)
+}
+
 /// The Response (RFC 3416) that acknowledges an InformRequest: the same request id and
 /// bindings, no error.
 pub fn inform_response(m: &Message) -> Option<Vec<u8>> {
@@ -333,20 +366,11 @@ pub fn inform_response(m: &Message) -> Option<Vec<u8>> {
     else {
         return None;
     };
-    let mut vbs = Vec::new();
-    for (name, v) in bindings {
-        let mut b = tlv(0x06, &oid_bytes(name));
-        b.extend(value_bytes(v));
-        vbs.extend(tlv(0x30, &b));
-    }
-    let mut pdu = tlv(0x02, &int_bytes(*request_id));
-    pdu.extend(tlv(0x02, &[0]));
-    pdu.extend(tlv(0x02, &[0]));
-    pdu.extend(tlv(0x30, &vbs));
-    let mut msg = tlv(0x02, &int_bytes(m.version));
-    msg.extend(tlv(0x04, &m.community));
-    msg.extend(tlv(0xa2, &pdu));
-    Some(tlv(0x30, &msg))
+    Some(message(
+        m.version,
+        &m.community,
+        pdu(0xa2, *request_id, (0, 0), bindings),
+    ))
 }
 
 /// A request of the `snmp` input: GetRequest (`0xa0`), GetNextRequest (`0xa1`) or
@@ -357,23 +381,12 @@ pub fn request(
     community: &[u8],
     tag: u8,
     request_id: i64,
-    (a, b): (i64, i64),
+    params: (i64, i64),
     oids: &[Vec<u32>],
 ) -> Vec<u8> {
-    let mut vbs = Vec::new();
-    for o in oids {
-        let mut vb = tlv(0x06, &oid_bytes(o));
-        vb.extend(tlv(0x05, &[]));
-        vbs.extend(tlv(0x30, &vb));
-    }
-    let mut pdu = tlv(0x02, &int_bytes(request_id));
-    pdu.extend(tlv(0x02, &int_bytes(a)));
-    pdu.extend(tlv(0x02, &int_bytes(b)));
-    pdu.extend(tlv(0x30, &vbs));
-    let mut msg = tlv(0x02, &int_bytes(version));
-    msg.extend(tlv(0x04, community));
-    msg.extend(tlv(tag, &pdu));
-    tlv(0x30, &msg)
+    let bindings: Vec<(Vec<u32>, SnmpValue)> =
+        oids.iter().map(|o| (o.clone(), SnmpValue::Null)).collect();
+    message(version, community, pdu(tag, request_id, params, &bindings))
 }
 
 /// A Response: (request id, error status, error index, bindings).
@@ -400,16 +413,7 @@ pub fn decode_response(data: &[u8]) -> Result<Response, String> {
 /// Encodes a trap (a round trip of the decoder, in the tests).
 #[cfg(test)]
 pub fn encode(m: &Message) -> Vec<u8> {
-    let vbs = |bindings: &[(Vec<u32>, SnmpValue)]| {
-        let mut out = Vec::new();
-        for (name, v) in bindings {
-            let mut b = tlv(0x06, &oid_bytes(name));
-            b.extend(value_bytes(v));
-            out.extend(tlv(0x30, &b));
-        }
-        tlv(0x30, &out)
-    };
-    let pdu = match &m.pdu {
+    let p = match &m.pdu {
         Pdu::TrapV1 {
             enterprise,
             agent_addr,
@@ -423,7 +427,7 @@ pub fn encode(m: &Message) -> Vec<u8> {
             p.extend(tlv(0x02, &int_bytes(*generic_trap)));
             p.extend(tlv(0x02, &int_bytes(*specific_trap)));
             p.extend(tlv(0x43, &int_bytes(*timestamp as i64)));
-            p.extend(vbs(bindings));
+            p.extend(binding_list(bindings));
             tlv(0xa4, &p)
         }
         Pdu::TrapV2 {
@@ -432,16 +436,12 @@ pub fn encode(m: &Message) -> Vec<u8> {
             error_status,
             error_index,
             bindings,
-        } => {
-            let mut p = tlv(0x02, &int_bytes(*request_id));
-            p.extend(tlv(0x02, &int_bytes(*error_status)));
-            p.extend(tlv(0x02, &int_bytes(*error_index)));
-            p.extend(vbs(bindings));
-            tlv(if *inform { 0xa6 } else { 0xa7 }, &p)
-        }
+        } => pdu(
+            if *inform { 0xa6 } else { 0xa7 },
+            *request_id,
+            (*error_status, *error_index),
+            bindings,
+        ),
     };
-    let mut msg = tlv(0x02, &int_bytes(m.version));
-    msg.extend(tlv(0x04, &m.community));
-    msg.extend(pdu);
-    tlv(0x30, &msg)
+    message(m.version, &m.community, p)
 }

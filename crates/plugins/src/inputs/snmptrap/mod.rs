@@ -341,10 +341,6 @@ impl Mapping {
 }
 
 impl SnmptrapInput {
-    fn value(&self, v: &SnmpValue) -> Value {
-        self.mapping.value(v)
-    }
-
     fn event(&self, m: &Message, from: SocketAddr) -> Event {
         let community = Value::String(String::from_utf8_lossy(&m.community).as_ref().into());
         let (bindings, pdu): (&[Binding], Vec<(&str, Value)>) = match &m.pdu {
@@ -359,7 +355,10 @@ impl SnmptrapInput {
                 bindings,
                 // Logstash's `message` order (its HashMap's).
                 vec![
-                    ("agent_addr", self.value(&SnmpValue::IpAddress(*agent_addr))),
+                    (
+                        "agent_addr",
+                        self.mapping.value(&SnmpValue::IpAddress(*agent_addr)),
+                    ),
                     ("generic_trap", Value::Int(*generic_trap)),
                     ("specific_trap", Value::Int(*specific_trap)),
                     ("enterprise", Value::String(dotted(enterprise).into())),
@@ -397,12 +396,20 @@ impl SnmptrapInput {
             ),
         };
         let mut e = Event::new();
+        // Each binding's numeric OID and value, converted once: for the fields, the metadata
+        // and `message`.
+        let converted: Vec<(String, Value)> = bindings
+            .iter()
+            .map(|(oid, v)| (dotted(oid), self.mapping.value(v)))
+            .collect();
         let mut by_oid = Map::new();
         let mut fields = Map::new();
-        for (oid, v) in bindings {
-            let value = self.value(v);
-            by_oid.insert(Key::from(dotted(oid).as_str()), value.clone());
-            fields.insert(Key::from(self.mapping.mib.name(oid).as_str()), value);
+        for ((oid, _), (numeric, value)) in bindings.iter().zip(&converted) {
+            by_oid.insert(Key::from(numeric.as_str()), value.clone());
+            fields.insert(
+                Key::from(self.mapping.mib.name(oid).as_str()),
+                value.clone(),
+            );
         }
         self.mapping.put(&mut e, fields);
         e.set(
@@ -420,15 +427,15 @@ impl SnmptrapInput {
             message.push(':');
             let v = if k == "variable_bindings" {
                 let mut s = String::from("{");
-                for (j, (oid, val)) in bindings.iter().enumerate() {
+                for (j, (numeric, val)) in converted.iter().enumerate() {
                     if j > 0 {
                         s.push(',');
                     }
                     s.push_str(&sluice_event::json::to_string(&Value::String(
-                        dotted(oid).into(),
+                        numeric.as_str().into(),
                     )));
                     s.push(':');
-                    s.push_str(&sluice_event::json::to_string(&self.value(val)));
+                    s.push_str(&sluice_event::json::to_string(val));
                 }
                 s.push('}');
                 message.push_str(&s);
