@@ -1,7 +1,9 @@
 //! The `snmptrap` input through the real binary with net-snmp's `snmptrap` and `snmpinform`
 //! (Debian's snmp) as the senders: v1 and v2c traps as Logstash's input makes them (OIDs named,
 //! values converted, the PDU in `message` and `[@metadata]`), an inform answered (snmpinform
-//! succeeds only then), another community dropped and counted, and the mapping options.
+//! succeeds only then), another community dropped and counted, and the mapping options; SNMPv3
+//! traps and informs under each auth and privacy protocol net-snmp has (USM: the sender's keys
+//! localized per engine, an inform's engine discovered), and the messages USM must refuse.
 
 mod api_support;
 mod net_support;
@@ -237,7 +239,23 @@ fn options_not_supported_yet_are_refused() {
     for (option, says) in [
         (
             r#"supported_versions => ["3"]"#,
-            "SNMPv3 is not supported yet",
+            "`security_name` is required when SNMP v3 is enabled",
+        ),
+        (
+            r#"security_name => "a""#,
+            "requires `supported_versions` to include version '3'",
+        ),
+        (
+            r#"supported_versions => ["3"] security_name => "a" auth_protocol => "sha" auth_pass => "short""#,
+            "`auth_pass` passphrase must be at least 8 bytes long",
+        ),
+        (
+            r#"supported_versions => ["3"] security_name => "a" security_level => "authPriv""#,
+            "requires the configuration of `auth_protocol`",
+        ),
+        (
+            r#"supported_versions => ["3"] security_name => "a" auth_protocol => "sha" auth_pass => "12345678" priv_protocol => "3des" priv_pass => "12345678""#,
+            "\"3des\" is not supported yet",
         ),
         (r#"supported_transports => ["tcp"]"#, "is not supported yet"),
         (r#"oid_root_skip => 2 oid_path_length => 2"#, "Use either"),
@@ -251,4 +269,247 @@ fn options_not_supported_yet_are_refused() {
         assert!(!ok, "{option}");
         assert!(log.contains(says), "{option}: {log}");
     }
+}
+
+/// The USM options of one snmptrap input, and net-snmp's words for the same user.
+struct V3User {
+    logstash: (&'static str, &'static str),
+    net_snmp: (&'static str, &'static str),
+}
+
+const V3_USERS: [V3User; 7] = [
+    V3User {
+        logstash: ("md5", "des"),
+        net_snmp: ("MD5", "DES"),
+    },
+    V3User {
+        logstash: ("sha", "aes"),
+        net_snmp: ("SHA", "AES"),
+    },
+    // SHA-1's 20 bytes extended to AES-256's 32 (Blumenthal, as net-snmp and SNMP4J do).
+    V3User {
+        logstash: ("sha", "aes256"),
+        net_snmp: ("SHA", "AES-256"),
+    },
+    V3User {
+        logstash: ("hmac128sha224", "aes192"),
+        net_snmp: ("SHA-224", "AES-192"),
+    },
+    V3User {
+        logstash: ("sha2", "aes256"),
+        net_snmp: ("SHA-256", "AES-256"),
+    },
+    V3User {
+        logstash: ("hmac256sha384", "aes128"),
+        net_snmp: ("SHA-384", "AES"),
+    },
+    V3User {
+        logstash: ("hmac384sha512", "aes256"),
+        net_snmp: ("SHA-512", "AES-256"),
+    },
+];
+
+#[test]
+fn v3_traps_and_informs_under_every_protocol() {
+    let (Some(trap), Some(inform)) = (net_snmp("snmptrap"), net_snmp("snmpinform")) else {
+        return;
+    };
+    let dir = api_support::temp_dir("snmptrap-v3");
+    let out = dir.join("out.json");
+    // One input per user (Logstash takes one user per input), each on its own port.
+    let ports: Vec<u16> = V3_USERS
+        .iter()
+        .map(|_| net_support::free_udp_port())
+        .collect();
+    let inputs: String = V3_USERS
+        .iter()
+        .zip(&ports)
+        .map(|(u, port)| {
+            format!(
+                r#"snmptrap {{ host => "127.0.0.1" port => {port} supported_versions => ["2c", "3"]
+                     security_name => "alice" auth_protocol => "{}" auth_pass => "authpass123"
+                     priv_protocol => "{}" priv_pass => "privpass123" security_level => "authPriv"
+                     ecs_compatibility => disabled }}
+                "#,
+                u.logstash.0, u.logstash.1
+            )
+        })
+        .collect();
+    let config = format!(
+        r#"input {{ {inputs} }} output {{ file {{ path => "{}" }} }}"#,
+        out.display()
+    );
+    let s = api_support::Sluice::start(&dir, "", "", &["-e", &config]);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let v3 =
+        |tool: &str, port: u16, auth: (&str, &str), level: &str, value: &str, extra: &[&str]| {
+            let to = format!("127.0.0.1:{port}");
+            let mut args = vec![
+                "-v", "3", "-u", "alice", "-l", level, "-a", auth.0, "-A", auth.1,
+            ];
+            if level == "authPriv" {
+                args.extend(["-x", "AES", "-X", "privpass123"]);
+            }
+            args.extend(extra);
+            args.extend([
+                &to,
+                "123456",
+                "1.3.6.1.6.3.1.1.5.1",
+                "1.3.6.1.2.1.1.5.0",
+                "s",
+                value,
+            ]);
+            send(tool, &args);
+        };
+    for (i, (u, port)) in V3_USERS.iter().zip(&ports).enumerate() {
+        let to = format!("127.0.0.1:{port}");
+        let value = format!("trap-{i}");
+        let mut args = vec![
+            "-v",
+            "3",
+            "-e",
+            "0x8000000001020304",
+            "-E",
+            "0x8000000001020304",
+            "-u",
+            "alice",
+            "-l",
+            "authPriv",
+            "-a",
+            u.net_snmp.0,
+            "-A",
+            "authpass123",
+            "-x",
+            u.net_snmp.1,
+            "-X",
+            "privpass123",
+        ];
+        args.extend([
+            to.as_str(),
+            "123456",
+            "1.3.6.1.6.3.1.1.5.1",
+            "1.3.6.1.2.1.1.5.0",
+            "s",
+            &value,
+        ]);
+        send(&trap, &args);
+        // snmpinform waits for the Response: it fails unless sluice, the authoritative engine
+        // here, answered its discovery and then its inform.
+        let value = format!("inform-{i}");
+        let mut args = vec![
+            "-v",
+            "3",
+            "-u",
+            "alice",
+            "-l",
+            "authPriv",
+            "-a",
+            u.net_snmp.0,
+            "-A",
+            "authpass123",
+            "-x",
+            u.net_snmp.1,
+            "-X",
+            "privpass123",
+            "-r",
+            "0",
+            "-t",
+            "5",
+        ];
+        args.extend([
+            to.as_str(),
+            "123456",
+            "1.3.6.1.6.3.1.1.5.1",
+            "1.3.6.1.2.1.1.5.0",
+            "s",
+            &value,
+        ]);
+        send(&inform, &args);
+    }
+    // Refused, each counted on the first input (MD5/DES): a wrong auth passphrase, a trap below
+    // the input's security_level, another user; a v2c trap still comes in.
+    let first = ports[0];
+    v3(
+        &trap,
+        first,
+        ("MD5", "wrongpass123"),
+        "authPriv",
+        "wrong",
+        &["-e", "0x8000000001020304"],
+    );
+    v3(
+        &trap,
+        first,
+        ("MD5", "authpass123"),
+        "authNoPriv",
+        "too-low",
+        &["-e", "0x8000000001020304"],
+    );
+    send(
+        &trap,
+        &[
+            "-v",
+            "3",
+            "-e",
+            "0x8000000001020304",
+            "-u",
+            "mallory",
+            "-l",
+            "noAuthNoPriv",
+            &format!("127.0.0.1:{first}"),
+            "1",
+            "1.3.6.1.6.3.1.1.5.1",
+        ],
+    );
+    send(
+        &trap,
+        &[
+            "-v",
+            "2c",
+            "-c",
+            "public",
+            &format!("127.0.0.1:{first}"),
+            "1",
+            "1.3.6.1.6.3.1.1.5.1",
+        ],
+    );
+    let want = 2 * V3_USERS.len() + 1;
+    s.wait_for(30, "every trap and inform, three refused", |v| {
+        let p = &v["pipelines"]["main"];
+        p["events"]["out"] == want
+            && p["plugins"]["inputs"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|i| i["rejected_security"] == 3))
+    });
+    s.stop();
+    let events = lines(&out);
+    assert_eq!(events.len(), want);
+    let name = "iso.org.dod.internet.mgmt.mib-2.system.sysName.0";
+    for i in 0..V3_USERS.len() {
+        for kind in ["trap", "inform"] {
+            let value = format!("{kind}-{i}");
+            let e = events
+                .iter()
+                .find(|e| e[name] == value.as_str())
+                .unwrap_or_else(|| panic!("{value} missing: {events:?}"));
+            let message = e["message"].as_str().unwrap();
+            let pdu: Value = serde_json::from_str(message).unwrap();
+            assert_eq!(pdu["version"], "3", "{e}");
+            assert_eq!(pdu["type"], if kind == "trap" { "TRAP" } else { "INFORM" });
+            assert!(pdu.get("community").is_none(), "{e}");
+            if kind == "trap" {
+                // Logstash's key order (its HashMap's), the context as SNMP4J prints it.
+                let rid = pdu["request_id"].as_i64().unwrap();
+                assert_eq!(
+                    message.replace(&format!(r#""request_id":{rid}"#), r#""request_id":RID"#),
+                    format!(
+                        r#"{{"error_index":0,"context_engine_id":"80:00:00:00:01:02:03:04","variable_bindings":{{"1.3.6.1.2.1.1.3.0":123456,"1.3.6.1.6.3.1.1.4.1.0":"1.3.6.1.6.3.1.1.5.1","1.3.6.1.2.1.1.5.0":"{value}"}},"error_status":0,"context_name":"","type":"TRAP","error_status_text":"Success","version":"3","request_id":RID}}"#
+                    )
+                );
+            }
+        }
+    }
+    assert!(!events
+        .iter()
+        .any(|e| e[name] == "wrong" || e[name] == "too-low"));
 }

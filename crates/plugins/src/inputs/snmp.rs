@@ -1,15 +1,18 @@
 //! `snmp`: polls SNMP agents every `interval` seconds, as Logstash's snmp input (the snmp
 //! integration, v4) does: for each of `hosts` (`udp:address/port`, `community`, `version`
-//! 1 or 2c, `retries`, `timeout` in ms) one GET of every `get` OID, a walk of each `walk`
-//! subtree (GETNEXT with v1, GETBULK of 10 with v2c) and each of `tables` (`name`, `columns`:
+//! 1, 2c or 3, `retries`, `timeout` in ms) one GET of every `get` OID, a walk of each `walk`
+//! subtree (GETNEXT with v1, GETBULK of 10 with v2c and v3) and each of `tables` (`name`, `columns`:
 //! rows by index). Everything one host answered becomes one event: each value a field named by
 //! its OID (the snmptrap input's mapping options), each table an array of rows (`index` and a
 //! field per column), the host in `[@metadata][input][snmp][host]` (`[@metadata][host_*]`
 //! without ECS) and `[host][ip]` (`host`). An operation that fails (no answer after the
 //! retries, an error status) is logged and tags the event `tag_on_failure` (`_snmpfailure`);
 //! what a failed walk or table gathered is kept only with `allow_partial_response`. A host that
-//! answers nothing still gives a tagged event with its host fields. SNMPv3 and TCP are refused:
-//! not supported yet.
+//! answers nothing still gives a tagged event with its host fields. Version 3 hosts are asked as
+//! the one USM user (`security_name`…, at `security_level`): each agent's engine is discovered
+//! on first use (an empty request its unknownEngineIDs Report answers) and its clock followed
+//! (a notInTimeWindow Report corrects it, and the request is sent again). TCP is refused: not
+//! supported yet.
 
 use std::net::UdpSocket;
 use std::sync::Arc;
@@ -22,6 +25,7 @@ use sluice_pipeline::{ConfigError, Input, InputContext, Options};
 
 use super::snmptrap::ber::{self, SnmpValue};
 use super::snmptrap::mib::parse;
+use super::snmptrap::usm::{self, Level, Refused, User};
 use super::snmptrap::{dotted, read_mapping, Mapping};
 
 pub struct SnmpInput {
@@ -34,6 +38,8 @@ pub struct SnmpInput {
     tags: Vec<String>,
     partial: bool,
     fields: HostFields,
+    /// SNMPv3's user, when a host is polled with version 3.
+    user: Option<User>,
     counters: Arc<NamedCounters>,
 }
 
@@ -125,6 +131,24 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         .unwrap_or_else(|| vec!["_snmpfailure".to_owned()]);
     let partial = opts.boolean_or("allow_partial_response", false)?;
     let mapping = read_mapping(opts, "snmp")?;
+    if let Some(id) = opts.string("local_engine_id")? {
+        // Only an agent's (authoritative) engine ID goes into a poller's messages: this one is
+        // checked as Logstash checks it, and has nothing to say on the wire.
+        if !(5..=32).contains(&id.len()) {
+            return Err(opts.error(
+                "local_engine_id",
+                "its length must be greater or equal than 5 and less or equal than 32",
+            ));
+        }
+    }
+    let v3 = hosts.iter().any(|h| h.version == 3);
+    let user = usm::read_user(opts, v3)?;
+    if v3 && !opts.has("security_level") {
+        return Err(opts.error(
+            "security_level",
+            "security_level is required for SNMPv3 hosts",
+        ));
+    }
     let ecs = crate::ecs::Ecs::from_options(opts)?;
     let f = |s: &str| FieldRef::parse(s).expect("a valid reference");
     let add_field = opts.has("add_field");
@@ -155,6 +179,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         tags,
         partial,
         fields,
+        user,
         counters: Arc::new(NamedCounters::with_paths(&["polls", "failed_operations"])),
     }))
 }
@@ -201,7 +226,7 @@ fn read_hosts(opts: &mut Options) -> Result<Vec<Host>, ConfigError> {
         let version = match get("version").as_deref().unwrap_or("2c") {
             "1" => 0,
             "2c" => 1,
-            "3" => return Err(opts.error("hosts", format!("SNMPv3 is not supported yet for host option '{spec}'"))),
+            "3" => 3,
             _ => return Err(opts.error("hosts", format!("only protocol version '1', '2c' and '3' are supported for host option '{spec}'"))),
         };
         let number = |k: &str, default: u64| -> Result<u64, ConfigError> {
@@ -232,11 +257,14 @@ impl Input for SnmpInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
         let socket = UdpSocket::bind("0.0.0.0:0").map_err(|e| format!("snmp input: {e}"))?;
         let mut request_id = (crate::retry::random_u64() & 0x3fff_ffff) as i64;
+        let mut user = self.user.take();
+        // What each host's SNMPv3 engine was found to be, kept across polls.
+        let mut engines: Vec<Option<AgentEngine>> = self.hosts.iter().map(|_| None).collect();
         loop {
             let started = Instant::now();
             self.counters.add("polls", 1);
             let mut events = Vec::new();
-            for h in &self.hosts {
+            for (h, engine) in self.hosts.iter().zip(&mut engines) {
                 if ctx.is_stopping() {
                     return Ok(());
                 }
@@ -245,6 +273,8 @@ impl Input for SnmpInput {
                     host: h,
                     request_id: &mut request_id,
                     ctx,
+                    user: user.as_mut(),
+                    engine,
                 };
                 if let Some(e) = self.poll(&mut poll) {
                     events.push(e);
@@ -277,9 +307,88 @@ struct Poll<'a> {
     host: &'a Host,
     request_id: &'a mut i64,
     ctx: &'a InputContext,
+    user: Option<&'a mut User>,
+    engine: &'a mut Option<AgentEngine>,
 }
 
 type Bindings = Vec<(Vec<u32>, SnmpValue)>;
+
+/// An agent's SNMPv3 engine as discovered (RFC 3414 4): its ID, and its clock as last heard.
+struct AgentEngine {
+    id: Vec<u8>,
+    boots: u32,
+    time: u32,
+    heard: Instant,
+}
+
+impl AgentEngine {
+    fn heard(v: &ber::V3) -> AgentEngine {
+        AgentEngine {
+            id: v.engine_id.to_vec(),
+            boots: v.boots.clamp(0, u32::MAX as i64) as u32,
+            time: v.time.clamp(0, u32::MAX as i64) as u32,
+            heard: Instant::now(),
+        }
+    }
+
+    fn time(&self) -> u32 {
+        self.time
+            .saturating_add(self.heard.elapsed().as_secs() as u32)
+    }
+}
+
+/// What came back to a v3 request.
+enum Answer {
+    Response(i64, Bindings),
+    Report(Option<Refused>, AgentEngine),
+}
+
+/// Sends `msg` and waits for an answer `accept` takes, `retries` more times after a timeout.
+fn exchange<T>(
+    socket: &UdpSocket,
+    host: &Host,
+    ctx: &InputContext,
+    msg: &[u8],
+    mut accept: impl FnMut(&[u8]) -> Option<T>,
+) -> Result<T, String> {
+    let to = crate::net::address(&host.address, host.port);
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..=host.retries {
+        if ctx.is_stopping() {
+            return Err("the pipeline is stopping".into());
+        }
+        socket
+            .send_to(msg, &to)
+            .map_err(|e| format!("error sending snmp request to target {to}: {e}"))?;
+        let deadline = Instant::now() + host.timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            socket
+                .set_read_timeout(Some(left))
+                .map_err(|e| e.to_string())?;
+            let n = match socket.recv_from(&mut buf) {
+                Ok((n, _)) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break
+                }
+                Err(e) => return Err(format!("error receiving from {to}: {e}")),
+            };
+            // An answer to an earlier, abandoned request is skipped.
+            if let Some(t) = accept(&buf[..n]) {
+                return Ok(t);
+            }
+        }
+    }
+    Err(format!("timeout sending snmp request to target {to}"))
+}
 
 impl Poll<'_> {
     /// Sends a request and waits for its Response, `retries` more times after a timeout.
@@ -289,8 +398,10 @@ impl Poll<'_> {
         params: (i64, i64),
         oids: &[Vec<u32>],
     ) -> Result<(i64, Bindings), String> {
-        *self.request_id = (*self.request_id + 1) & 0x7fff_ffff;
-        let id = *self.request_id;
+        if self.host.version == 3 {
+            return self.ask_v3(tag, params, oids);
+        }
+        let id = self.next_id();
         let msg = ber::request(
             self.host.version,
             self.host.community.as_bytes(),
@@ -299,45 +410,119 @@ impl Poll<'_> {
             params,
             oids,
         );
-        let to = crate::net::address(&self.host.address, self.host.port);
-        let mut buf = vec![0u8; 65536];
-        for _ in 0..=self.host.retries {
-            if self.ctx.is_stopping() {
-                return Err("the pipeline is stopping".into());
+        exchange(
+            self.socket,
+            self.host,
+            self.ctx,
+            &msg,
+            |data| match ber::decode_response(data) {
+                Ok((rid, status, _, bindings)) if rid == id => Some((status, bindings)),
+                _ => None,
+            },
+        )
+    }
+
+    fn next_id(&mut self) -> i64 {
+        *self.request_id = (*self.request_id + 1) & 0x7fff_ffff;
+        *self.request_id
+    }
+
+    /// An SNMPv3 request: the agent's engine discovered first (and again when it says it is
+    /// unknown), its clock followed when it reports the request out of its time window.
+    fn ask_v3(
+        &mut self,
+        tag: u8,
+        params: (i64, i64),
+        oids: &[Vec<u32>],
+    ) -> Result<(i64, Bindings), String> {
+        for _ in 0..4 {
+            if self.engine.is_none() {
+                *self.engine = Some(self.discover()?);
             }
-            self.socket
-                .send_to(&msg, &to)
-                .map_err(|e| format!("error sending snmp request to target {to}: {e}"))?;
-            let deadline = Instant::now() + self.host.timeout;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
+            let id = self.next_id();
+            let user = self.user.as_deref_mut().expect("v3 hosts have a user");
+            let e = self.engine.as_ref().expect("just discovered");
+            let name = user.name.clone();
+            let out = usm::Outgoing {
+                msg_id: id,
+                reportable: true,
+                level: user.level,
+                engine_id: &e.id,
+                boots: e.boots,
+                time: e.time(),
+                user: &name,
+            };
+            let pdu = ber::request_pdu(tag, id, params, oids);
+            let msg = user.seal(&out, ber::scoped_pdu(&e.id, b"", pdu));
+            let agent = e.id.clone();
+            let answer = exchange(self.socket, self.host, self.ctx, &msg, |data| {
+                let v = ber::decode_v3(data).ok()?;
+                if v.msg_id != id {
+                    return None;
                 }
-                self.socket
-                    .set_read_timeout(Some(left))
-                    .map_err(|e| e.to_string())?;
-                let n = match self.socket.recv_from(&mut buf) {
-                    Ok((n, _)) => n,
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) =>
-                    {
-                        break
-                    }
-                    Err(e) => return Err(format!("error receiving from {to}: {e}")),
+                let plain = if Level::of_flags(v.flags) == Level::NoAuthNoPriv {
+                    v.data.to_vec()
+                } else {
+                    user.verify(&v, data).ok()?
                 };
-                // An answer to an earlier, abandoned request is skipped.
-                if let Ok((rid, status, _, bindings)) = ber::decode_response(&buf[..n]) {
-                    if rid == id {
-                        return Ok((status, bindings));
+                let s = ber::scoped(&plain).ok()?;
+                match s.tag {
+                    // A Response only as secure as asked, from the agent's engine.
+                    0xa2 if Level::of_flags(v.flags) >= user.level && v.engine_id == agent => {
+                        let (rid, status, _, bindings) = ber::response_pdu(s.body).ok()?;
+                        (rid == id).then_some(Answer::Response(status, bindings))
                     }
+                    0xa8 => {
+                        let (_, _, _, bindings) = ber::response_pdu(s.body).ok()?;
+                        let why = bindings.first().and_then(|(o, _)| Refused::from_oid(o));
+                        Some(Answer::Report(why, AgentEngine::heard(&v)))
+                    }
+                    _ => None,
+                }
+            })?;
+            match answer {
+                Answer::Response(status, bindings) => return Ok((status, bindings)),
+                Answer::Report(Some(Refused::NotInTimeWindow), heard) => {
+                    *self.engine = Some(heard);
+                }
+                Answer::Report(Some(Refused::UnknownEngine), _) => *self.engine = None,
+                Answer::Report(why, _) => {
+                    return Err(format!(
+                        "the agent at {} refused the request: {}",
+                        self.host.spec,
+                        why.map_or("an unknown report", Refused::text)
+                    ))
                 }
             }
         }
-        Err(format!("timeout sending snmp request to target {to}"))
+        Err(format!(
+            "the agent at {} kept refusing the request (its engine ID or clock)",
+            self.host.spec
+        ))
+    }
+
+    /// Learns the agent's engine ID (and clock): an empty, unauthenticated request that it
+    /// answers with an unknownEngineIDs Report.
+    fn discover(&mut self) -> Result<AgentEngine, String> {
+        let id = self.next_id();
+        let user = self.user.as_deref_mut().expect("v3 hosts have a user");
+        let out = usm::Outgoing {
+            msg_id: id,
+            reportable: true,
+            level: Level::NoAuthNoPriv,
+            engine_id: b"",
+            boots: 0,
+            time: 0,
+            user: b"",
+        };
+        let msg = user.seal(
+            &out,
+            ber::scoped_pdu(b"", b"", ber::request_pdu(0xa0, id, (0, 0), &[])),
+        );
+        exchange(self.socket, self.host, self.ctx, &msg, |data| {
+            let v = ber::decode_v3(data).ok()?;
+            (v.msg_id == id && !v.engine_id.is_empty()).then(|| AgentEngine::heard(&v))
+        })
     }
 
     /// The subtree under `root`, in order: GETNEXT (v1) or GETBULK of 10 (v2c) until an OID

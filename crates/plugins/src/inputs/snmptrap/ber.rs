@@ -24,9 +24,12 @@ pub enum SnmpValue {
 /// A decoded message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
-    /// 0: v1, 1: v2c.
+    /// 0: v1, 1: v2c, 3: v3.
     pub version: i64,
+    /// The community, or with v3 the user name.
     pub community: Vec<u8>,
+    /// v3's contextEngineID and contextName.
+    pub context: Option<(Vec<u8>, Vec<u8>)>,
     pub pdu: Pdu,
 }
 
@@ -198,23 +201,39 @@ fn bindings(c: &[u8]) -> Result<Vec<(Vec<u32>, SnmpValue)>, String> {
     Ok(out)
 }
 
-/// Decodes one datagram.
+/// The version of a message (0: v1, 1: v2c, 3: v3), read without decoding the rest.
+pub fn version(data: &[u8]) -> Result<i64, String> {
+    let mut top = Reader { b: data };
+    let mut m = Reader {
+        b: top.expect(0x30, "the message")?,
+    };
+    m.int("the version")
+}
+
+/// Decodes one v1/v2c datagram.
 pub fn decode(data: &[u8]) -> Result<Message, String> {
     let mut top = Reader { b: data };
     let mut m = Reader {
         b: top.expect(0x30, "the message")?,
     };
     let version = m.int("the version")?;
-    if version == 3 {
-        return Err("an SNMPv3 message (not supported yet)".into());
-    }
     if version != 0 && version != 1 {
         return Err(format!("SNMP version number {version}"));
     }
     let community = m.expect(0x04, "the community")?.to_vec();
     let (tag, body) = m.tlv()?;
+    Ok(Message {
+        version,
+        community,
+        context: None,
+        pdu: trap_pdu(tag, body)?,
+    })
+}
+
+/// A trap PDU: v1's Trap-PDU (`0xa4`), SNMPv2-Trap (`0xa7`) or InformRequest (`0xa6`).
+pub fn trap_pdu(tag: u8, body: &[u8]) -> Result<Pdu, String> {
     let mut p = Reader { b: body };
-    let pdu = match tag {
+    Ok(match tag {
         0xa4 => {
             let enterprise = oid(p.expect(0x06, "the enterprise")?)?;
             let agent_addr = p
@@ -242,11 +261,107 @@ pub fn decode(data: &[u8]) -> Result<Message, String> {
             bindings: bindings(p.expect(0x30, "the variable bindings")?)?,
         },
         t => return Err(format!("a PDU of type {t:#04x}, not a trap")),
+    })
+}
+
+/// An SNMPv3 message as read (RFC 3412, RFC 3414): its header, its USM security parameters,
+/// and where its parts lie.
+#[derive(Debug)]
+pub struct V3<'a> {
+    pub msg_id: i64,
+    pub flags: u8,
+    pub engine_id: &'a [u8],
+    pub boots: i64,
+    pub time: i64,
+    pub user: &'a [u8],
+    /// Where msgAuthenticationParameters' contents lie in the datagram.
+    pub auth_params: std::ops::Range<usize>,
+    pub priv_params: &'a [u8],
+    /// The ScopedPDU (its whole SEQUENCE) or, with privacy, its ciphertext.
+    pub data: &'a [u8],
+}
+
+/// Decodes an SNMPv3 message's framing (the USM security model only).
+pub fn decode_v3(data: &[u8]) -> Result<V3<'_>, String> {
+    let mut top = Reader { b: data };
+    let mut m = Reader {
+        b: top.expect(0x30, "the message")?,
     };
-    Ok(Message {
-        version,
-        community,
-        pdu,
+    if m.int("the version")? != 3 {
+        return Err("not an SNMPv3 message".into());
+    }
+    let mut h = Reader {
+        b: m.expect(0x30, "the header")?,
+    };
+    let msg_id = h.int("msgID")?;
+    h.int("msgMaxSize")?;
+    let flags = match h.expect(0x04, "msgFlags")? {
+        [f] => *f,
+        _ => return Err("msgFlags that is not one byte".into()),
+    };
+    if flags & 3 == 2 {
+        return Err("msgFlags asking for privacy without authentication".into());
+    }
+    let model = h.int("msgSecurityModel")?;
+    if model != 3 {
+        return Err(format!("security model {model}, not USM (3)"));
+    }
+    let mut outer = Reader {
+        b: m.expect(0x04, "msgSecurityParameters")?,
+    };
+    let mut u = Reader {
+        b: outer.expect(0x30, "the USM security parameters")?,
+    };
+    let engine_id = u.expect(0x04, "msgAuthoritativeEngineID")?;
+    let boots = u.int("msgAuthoritativeEngineBoots")?;
+    let time = u.int("msgAuthoritativeEngineTime")?;
+    let user = u.expect(0x04, "msgUserName")?;
+    let auth = u.expect(0x04, "msgAuthenticationParameters")?;
+    let start = auth.as_ptr() as usize - data.as_ptr() as usize;
+    let priv_params = u.expect(0x04, "msgPrivacyParameters")?;
+    let rest = m.b;
+    let (tag, contents) = m.tlv()?;
+    let data_part = match tag {
+        0x30 if flags & 2 == 0 => &rest[..rest.len() - m.b.len()],
+        0x04 if flags & 2 != 0 => contents,
+        t => return Err(format!("msgData of tag {t:#04x} for msgFlags {flags:#04x}")),
+    };
+    Ok(V3 {
+        msg_id,
+        flags,
+        engine_id,
+        boots,
+        time,
+        user,
+        auth_params: start..start + auth.len(),
+        priv_params,
+        data: data_part,
+    })
+}
+
+/// A ScopedPDU as read.
+#[derive(Debug)]
+pub struct Scoped<'a> {
+    pub context_engine_id: &'a [u8],
+    pub context_name: &'a [u8],
+    pub tag: u8,
+    pub body: &'a [u8],
+}
+
+/// Reads a ScopedPDU: a SEQUENCE (what follows it, a cipher's padding, is ignored).
+pub fn scoped(data: &[u8]) -> Result<Scoped<'_>, String> {
+    let mut top = Reader { b: data };
+    let mut s = Reader {
+        b: top.expect(0x30, "the ScopedPDU")?,
+    };
+    let context_engine_id = s.expect(0x04, "the contextEngineID")?;
+    let context_name = s.expect(0x04, "the contextName")?;
+    let (tag, body) = s.tlv()?;
+    Ok(Scoped {
+        context_engine_id,
+        context_name,
+        tag,
+        body,
     })
 }
 
@@ -333,7 +448,7 @@ fn binding_list(bindings: &[(Vec<u32>, SnmpValue)]) -> Vec<u8> {
 }
 
 /// A PDU of the v2 shape (request id, two integers, bindings) with this tag.
-fn pdu(
+pub fn pdu(
     tag: u8,
     request_id: i64,
     (a, b): (i64, i64),
@@ -354,9 +469,58 @@ fn message(version: i64, community: &[u8], pdu: Vec<u8>) -> Vec<u8> {
     tlv(0x30, &msg)
 }
 
+/// A ScopedPDU around a PDU.
+pub fn scoped_pdu(context_engine_id: &[u8], context_name: &[u8], pdu: Vec<u8>) -> Vec<u8> {
+    let mut s = tlv(0x04, context_engine_id);
+    s.extend(tlv(0x04, context_name));
+    s.extend(pdu);
+    tlv(0x30, &s)
+}
+
+pub fn octet_string(b: &[u8]) -> Vec<u8> {
+    tlv(0x04, b)
+}
+
+/// UsmSecurityParameters with `auth_len` zero bytes where the MAC goes.
+pub fn usm_params(
+    engine_id: &[u8],
+    boots: u32,
+    time: u32,
+    user: &[u8],
+    auth_len: usize,
+    priv_params: &[u8],
+) -> Vec<u8> {
+    let mut p = tlv(0x04, engine_id);
+    p.extend(tlv(0x02, &int_bytes(boots as i64)));
+    p.extend(tlv(0x02, &int_bytes(time as i64)));
+    p.extend(tlv(0x04, user));
+    p.extend(tlv(0x04, &vec![0; auth_len]));
+    p.extend(tlv(0x04, priv_params));
+    tlv(0x30, &p)
+}
+
+/// An SNMPv3 message: header, security parameters (`usm_params`), and msgData (a ScopedPDU or
+/// the OCTET STRING of its ciphertext).
+pub fn message_v3(msg_id: i64, max_size: i64, flags: u8, params: &[u8], data: Vec<u8>) -> Vec<u8> {
+    let mut h = tlv(0x02, &int_bytes(msg_id));
+    h.extend(tlv(0x02, &int_bytes(max_size)));
+    h.extend(tlv(0x04, &[flags]));
+    h.extend(tlv(0x02, &int_bytes(3)));
+    let mut m = tlv(0x02, &int_bytes(3));
+    m.extend(tlv(0x30, &h));
+    m.extend(tlv(0x04, params));
+    m.extend(data);
+    tlv(0x30, &m)
+}
+
 /// The Response (RFC 3416) that acknowledges an InformRequest: the same request id and
 /// bindings, no error.
 pub fn inform_response(m: &Message) -> Option<Vec<u8>> {
+    inform_ack(m).map(|p| message(m.version, &m.community, p))
+}
+
+/// The Response PDU of [`inform_response`], for a v3 message to carry.
+pub fn inform_ack(m: &Message) -> Option<Vec<u8>> {
     let Pdu::TrapV2 {
         inform: true,
         request_id,
@@ -366,11 +530,7 @@ pub fn inform_response(m: &Message) -> Option<Vec<u8>> {
     else {
         return None;
     };
-    Some(message(
-        m.version,
-        &m.community,
-        pdu(0xa2, *request_id, (0, 0), bindings),
-    ))
+    Some(pdu(0xa2, *request_id, (0, 0), bindings))
 }
 
 /// A request of the `snmp` input: GetRequest (`0xa0`), GetNextRequest (`0xa1`) or
@@ -384,15 +544,24 @@ pub fn request(
     params: (i64, i64),
     oids: &[Vec<u32>],
 ) -> Vec<u8> {
+    message(
+        version,
+        community,
+        request_pdu(tag, request_id, params, oids),
+    )
+}
+
+/// The PDU of [`request`], for a v3 message to carry.
+pub fn request_pdu(tag: u8, request_id: i64, params: (i64, i64), oids: &[Vec<u32>]) -> Vec<u8> {
     let bindings: Vec<(Vec<u32>, SnmpValue)> =
         oids.iter().map(|o| (o.clone(), SnmpValue::Null)).collect();
-    message(version, community, pdu(tag, request_id, params, &bindings))
+    pdu(tag, request_id, params, &bindings)
 }
 
 /// A Response: (request id, error status, error index, bindings).
 pub type Response = (i64, i64, i64, Vec<(Vec<u32>, SnmpValue)>);
 
-/// Decodes a Response PDU.
+/// Decodes a v1/v2c Response PDU.
 pub fn decode_response(data: &[u8]) -> Result<Response, String> {
     let mut top = Reader { b: data };
     let mut m = Reader {
@@ -400,9 +569,12 @@ pub fn decode_response(data: &[u8]) -> Result<Response, String> {
     };
     m.int("the version")?;
     m.expect(0x04, "the community")?;
-    let mut p = Reader {
-        b: m.expect(0xa2, "a Response")?,
-    };
+    response_pdu(m.expect(0xa2, "a Response")?)
+}
+
+/// A Response's (or a Report's) contents.
+pub fn response_pdu(body: &[u8]) -> Result<Response, String> {
+    let mut p = Reader { b: body };
     let id = p.int("the request id")?;
     let status = p.int("the error status")?;
     let index = p.int("the error index")?;

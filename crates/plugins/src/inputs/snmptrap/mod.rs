@@ -1,6 +1,10 @@
 //! `snmptrap`: SNMP traps as events, as Logstash's snmptrap input (the snmp integration, v4)
-//! makes them. SNMPv1 traps and SNMPv2c traps and informs over UDP (`port` 1062); an inform
-//! is answered with its Response once its event is queued.
+//! makes them. SNMPv1 traps and SNMPv2c/v3 traps and informs over UDP (`port` 1062); an inform
+//! is answered with its Response once its event is queued. SNMPv3 ([`usm`]): one user; a trap
+//! is opened with keys localized to its sender's engine (and checked against that engine's
+//! clock); an inform is sent to this input's own engine, whose ID a Report gives to whoever
+//! asks (discovery); refused messages are counted (`rejected_security`) and, when reportable,
+//! answered with a Report.
 //!
 //! Each trap of an accepted `community` (`[]`: any) becomes one event: each variable binding a
 //! field named by its OID ([`mib`]: `oid_mapping_format`, `oid_root_skip`, `oid_path_length`,
@@ -12,10 +16,11 @@
 //! and the bindings by numeric OID) in `[@metadata][input][snmptrap][pdu]`, and as compact
 //! JSON in `message`. A trap of another community is dropped (counted as
 //! `rejected_community`); a datagram that is not a trap is counted as `invalid_messages`.
-//! SNMPv3, TCP and libsmi `.dic` MIB files are not supported yet and are refused as options.
+//! TCP, `3des` and libsmi `.dic` MIB files are not supported yet and are refused as options.
 
 pub mod ber;
 pub mod mib;
+pub mod usm;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -34,7 +39,41 @@ pub struct SnmptrapInput {
     versions: Vec<i64>,
     mapping: Mapping,
     host_field: FieldRef,
+    /// SNMPv3's user, when version 3 is supported.
+    user: Option<usm::User>,
+    /// This receiver's own SNMP engine: informs are sent to it.
+    engine: Engine,
+    /// The clocks of the engines whose traps came in.
+    times: usm::TimeTable,
+    /// usmStats counters, for the Reports that carry them.
+    usm_stats: [u32; 6],
     counters: Arc<NamedCounters>,
+}
+
+/// The engine an SNMPv3 inform is sent to (RFC 3411): an ID made at start (as SNMP4J makes
+/// one per start, so `boots` stays 1) and the seconds since.
+struct Engine {
+    id: Vec<u8>,
+    boots: u32,
+    started: std::time::Instant,
+}
+
+impl Engine {
+    fn new() -> Engine {
+        // An enterprise-format ID (RFC 3411): the top bit, enterprise 0, format 5
+        // (octets), 8 random ones.
+        let mut id = vec![0x80, 0, 0, 0, 5];
+        id.extend_from_slice(&crate::retry::random_u64().to_be_bytes());
+        Engine {
+            id,
+            boots: 1,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn time(&self) -> u32 {
+        self.started.elapsed().as_secs() as u32
+    }
 }
 
 /// How bindings become fields, shared with the `snmp` input: the names (MIBs and the mapping
@@ -87,19 +126,6 @@ pub fn read_mapping(opts: &mut Options, input: &str) -> Result<Mapping, ConfigEr
         Some(t) => Some(FieldRef::parse(&t).map_err(|e| opts.error("target", e.to_string()))?),
         None => None,
     };
-    for v3 in [
-        "security_name",
-        "auth_protocol",
-        "auth_pass",
-        "priv_protocol",
-        "priv_pass",
-        "security_level",
-    ] {
-        if opts.has(v3) {
-            opts.take(v3);
-            return Err(opts.error(v3, "is for SNMPv3, which is not supported yet"));
-        }
-    }
     Ok(Mapping {
         mib,
         map_values,
@@ -124,12 +150,7 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         match v.as_str() {
             "1" => versions.push(0),
             "2c" => versions.push(1),
-            "3" => {
-                return Err(opts.error(
-                    "supported_versions",
-                    "SNMPv3 is not supported yet (1 and 2c are)",
-                ))
-            }
+            "3" => versions.push(3),
             other => {
                 return Err(opts.error(
                     "supported_versions",
@@ -157,6 +178,13 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
     }
     let _ = opts.int("threads")?;
     let mapping = read_mapping(opts, "snmptrap")?;
+    if opts.has("security_name") && !versions.contains(&3) {
+        return Err(opts.error(
+            "security_name",
+            "Using a `security_name` requires `supported_versions` to include version '3'",
+        ));
+    }
+    let user = usm::read_user(opts, versions.contains(&3))?;
     let ecs = crate::ecs::Ecs::from_options(opts)?;
     let host_field = if ecs.enabled() {
         FieldRef::parse("[host][ip]").expect("a valid reference")
@@ -171,9 +199,14 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         versions,
         mapping,
         host_field,
+        user,
+        engine: Engine::new(),
+        times: usm::TimeTable::default(),
+        usm_stats: [0; 6],
         counters: Arc::new(NamedCounters::with_paths(&[
             "invalid_messages",
             "rejected_community",
+            "rejected_security",
         ])),
     }))
 }
@@ -222,7 +255,10 @@ impl Input for SnmptrapInput {
         tracing::info!(address = %addr, "snmptrap input listening");
         let mut buf = vec![0u8; 65536];
         let mut events = Vec::new();
-        let mut informs: Vec<(Vec<u8>, SocketAddr)> = Vec::new();
+        // Reports (SNMPv3 discovery and refusals) are sent at once, informs' Responses once
+        // their events are queued.
+        let mut reports: Vec<(Vec<u8>, SocketAddr)> = Vec::new();
+        let mut acks: Vec<(Vec<u8>, SocketAddr)> = Vec::new();
         while !ctx.is_stopping() {
             if !super::udp::wait_readable(&socket, 200) {
                 continue;
@@ -237,33 +273,30 @@ impl Input for SnmptrapInput {
                         break;
                     }
                 };
-                let m = match ber::decode(&buf[..n]) {
-                    Ok(m) => m,
+                let (m, ack) = match self.receive(&buf[..n], from, &mut reports) {
+                    Ok(Some(r)) => r,
+                    Ok(None) => continue,
                     Err(why) => {
                         self.counters.add("invalid_messages", 1);
                         tracing::warn!(sender = %from, "snmptrap input: a datagram skipped: {why}");
                         continue;
                     }
                 };
-                if !self.versions.contains(&m.version) {
-                    tracing::debug!(sender = %from, "snmptrap input: a trap of a version not in supported_versions dropped");
-                    continue;
-                }
-                if !self.communities.is_empty() && !self.communities.contains(&m.community) {
-                    self.counters.add("rejected_community", 1);
-                    tracing::debug!(sender = %from, "snmptrap input: a trap of a community not configured dropped");
-                    continue;
-                }
-                if let Some(r) = ber::inform_response(&m) {
-                    informs.push((r, from));
+                if let Some(ack) = ack {
+                    acks.push((ack, from));
                 }
                 events.push(self.event(&m, from));
+            }
+            for (r, to) in reports.drain(..) {
+                if let Err(e) = socket.send_to(&r, to) {
+                    tracing::warn!("snmptrap input: sending a report to {to}: {e}");
+                }
             }
             if !events.is_empty() && ctx.push(std::mem::take(&mut events)).is_err() {
                 return Ok(());
             }
             // Informs are answered once their events are queued.
-            for (r, to) in informs.drain(..) {
+            for (r, to) in acks.drain(..) {
                 if let Err(e) = socket.send_to(&r, to) {
                     tracing::warn!("snmptrap input: answering an inform from {to}: {e}");
                 }
@@ -340,7 +373,150 @@ impl Mapping {
     }
 }
 
+/// A received trap and, for an inform, the message that answers it.
+type Received = (Message, Option<Vec<u8>>);
+
 impl SnmptrapInput {
+    /// A datagram as a trap: v1/v2c decoded and their community checked; v3 opened by the
+    /// user's USM (discovery and refusals of reportable messages answered with a Report in
+    /// `reports`). None: dropped, and counted.
+    fn receive(
+        &mut self,
+        data: &[u8],
+        from: SocketAddr,
+        reports: &mut Vec<(Vec<u8>, SocketAddr)>,
+    ) -> Result<Option<Received>, String> {
+        if ber::version(data)? != 3 {
+            let m = ber::decode(data)?;
+            if !self.versions.contains(&m.version) {
+                tracing::debug!(sender = %from, "snmptrap input: a trap of a version not in supported_versions dropped");
+                return Ok(None);
+            }
+            if !self.communities.is_empty() && !self.communities.contains(&m.community) {
+                self.counters.add("rejected_community", 1);
+                tracing::debug!(sender = %from, "snmptrap input: a trap of a community not configured dropped");
+                return Ok(None);
+            }
+            let ack = ber::inform_response(&m);
+            return Ok(Some((m, ack)));
+        }
+        let v = ber::decode_v3(data)?;
+        let Some(user) = self.user.as_mut().filter(|_| self.versions.contains(&3)) else {
+            tracing::debug!(sender = %from, "snmptrap input: an SNMPv3 message dropped: version 3 is not in supported_versions");
+            return Ok(None);
+        };
+        let reportable = v.flags & 4 != 0;
+        let level = usm::Level::of_flags(v.flags);
+        let ours = v.engine_id == self.engine.id.as_slice();
+        // An informer learning this engine's ID (RFC 3414 4): a Report that carries it.
+        if reportable && !ours && level == usm::Level::NoAuthNoPriv {
+            let r = self.report(&v, usm::Refused::UnknownEngine, None);
+            reports.push((r, from));
+            return Ok(None);
+        }
+        let plain = match user.open(&v, data) {
+            Ok(p) => p,
+            Err(why) => return Ok(self.refuse(&v, why, None, from, reports)),
+        };
+        if level > usm::Level::NoAuthNoPriv {
+            let in_window = if ours {
+                v.boots == self.engine.boots as i64
+                    && (v.time - self.engine.time() as i64).abs() <= 150
+            } else {
+                self.times.check(v.engine_id, v.boots, v.time)
+            };
+            if !in_window {
+                let why = usm::Refused::NotInTimeWindow;
+                return Ok(self.refuse(&v, why, Some(&plain), from, reports));
+            }
+        }
+        let s = ber::scoped(&plain)?;
+        if s.tag == 0xa4 {
+            return Err("a v1 Trap-PDU in an SNMPv3 message".into());
+        }
+        let m = Message {
+            version: 3,
+            community: v.user.to_vec(),
+            context: Some((s.context_engine_id.to_vec(), s.context_name.to_vec())),
+            pdu: ber::trap_pdu(s.tag, s.body)?,
+        };
+        let Some(ack) = ber::inform_ack(&m) else {
+            return Ok(Some((m, None)));
+        };
+        // An inform is sent to this engine, the authoritative one.
+        if !ours {
+            let why = usm::Refused::UnknownEngine;
+            return Ok(self.refuse(&v, why, Some(&plain), from, reports));
+        }
+        let scoped = ber::scoped_pdu(s.context_engine_id, s.context_name, ack);
+        let ack = self.answer(&v, level, scoped);
+        Ok(Some((m, Some(ack))))
+    }
+
+    /// A message of this engine that answers `v` (its msgID, its user), sealed at `level`.
+    fn answer(&mut self, v: &ber::V3, level: usm::Level, scoped: Vec<u8>) -> Vec<u8> {
+        let out = usm::Outgoing {
+            msg_id: v.msg_id,
+            reportable: false,
+            level,
+            engine_id: &self.engine.id,
+            boots: self.engine.boots,
+            time: self.engine.time(),
+            user: v.user,
+        };
+        let user = self
+            .user
+            .as_mut()
+            .expect("v3 messages are read only with a user");
+        user.seal(&out, scoped)
+    }
+
+    /// Counts and logs a refused SNMPv3 message, and answers it with a Report if it asked for
+    /// one.
+    fn refuse(
+        &mut self,
+        v: &ber::V3,
+        why: usm::Refused,
+        plain: Option<&[u8]>,
+        from: SocketAddr,
+        reports: &mut Vec<(Vec<u8>, SocketAddr)>,
+    ) -> Option<Received> {
+        self.counters.add("rejected_security", 1);
+        tracing::debug!(sender = %from, "snmptrap input: an SNMPv3 message refused: {}", why.text());
+        if v.flags & 4 != 0 {
+            let r = self.report(v, why, plain);
+            reports.push((r, from));
+        }
+        None
+    }
+
+    /// A Report (RFC 3412 7.1.3) of a usmStats counter, from this engine: unauthenticated,
+    /// but for a message out of the time window, which gets one authenticated so that its
+    /// sender can trust the clock it carries.
+    fn report(&mut self, v: &ber::V3, why: usm::Refused, plain: Option<&[u8]>) -> Vec<u8> {
+        let n = why.oid()[9] as usize - 1;
+        self.usm_stats[n] = self.usm_stats[n].wrapping_add(1);
+        // The request's id, where the PDU can be read; else 0.
+        let readable = plain.or((v.flags & 2 == 0).then_some(v.data));
+        let request_id = readable
+            .and_then(|p| ber::scoped(p).ok())
+            .and_then(|s| ber::response_pdu(s.body).ok())
+            .map_or(0, |r| r.0);
+        let pdu = ber::pdu(
+            0xa8,
+            request_id,
+            (0, 0),
+            &[(why.oid(), SnmpValue::Counter32(self.usm_stats[n]))],
+        );
+        let scoped = ber::scoped_pdu(&self.engine.id, b"", pdu);
+        let level = if why == usm::Refused::NotInTimeWindow {
+            usm::Level::AuthNoPriv
+        } else {
+            usm::Level::NoAuthNoPriv
+        };
+        self.answer(v, level, scoped)
+    }
+
     fn event(&self, m: &Message, from: SocketAddr) -> Event {
         let community = Value::String(String::from_utf8_lossy(&m.community).as_ref().into());
         let (bindings, pdu): (&[Binding], Vec<(&str, Value)>) = match &m.pdu {
@@ -375,25 +551,35 @@ impl SnmptrapInput {
                 error_status,
                 error_index,
                 bindings,
-            } => (
-                bindings,
-                vec![
-                    ("error_index", Value::Int(*error_index)),
-                    ("variable_bindings", Value::Null),
-                    ("error_status", Value::Int(*error_status)),
-                    (
-                        "type",
-                        Value::String(if *inform { "INFORM" } else { "TRAP" }.into()),
-                    ),
-                    (
-                        "error_status_text",
-                        Value::String(error_text(*error_status).into()),
-                    ),
-                    ("community", community),
-                    ("version", Value::String("2c".into())),
-                    ("request_id", Value::Int(*request_id)),
-                ],
-            ),
+            } => {
+                // v3 has a context and no community; the order is Logstash's for each.
+                let v3 = m.context.as_ref().filter(|_| m.version == 3);
+                let text = |b: &[u8]| self.mapping.value(&SnmpValue::OctetString(b.to_vec()));
+                let mut f = vec![("error_index", Value::Int(*error_index))];
+                if let Some((engine, _)) = v3 {
+                    f.push(("context_engine_id", text(engine)));
+                }
+                f.push(("variable_bindings", Value::Null));
+                f.push(("error_status", Value::Int(*error_status)));
+                if let Some((_, name)) = v3 {
+                    f.push(("context_name", text(name)));
+                }
+                f.push((
+                    "type",
+                    Value::String(if *inform { "INFORM" } else { "TRAP" }.into()),
+                ));
+                f.push((
+                    "error_status_text",
+                    Value::String(error_text(*error_status).into()),
+                ));
+                if v3.is_none() {
+                    f.push(("community", community));
+                }
+                let version = if v3.is_some() { "3" } else { "2c" };
+                f.push(("version", Value::String(version.into())));
+                f.push(("request_id", Value::Int(*request_id)));
+                (bindings, f)
+            }
         };
         let mut e = Event::new();
         // Each binding's numeric OID and value, converted once: for the fields, the metadata
@@ -500,6 +686,7 @@ mod tests {
             Message {
                 version: 0,
                 community: b"public".to_vec(),
+                context: None,
                 pdu: Pdu::TrapV1 {
                     enterprise: vec![1, 3, 6, 1, 4, 1, 8072, 3, 2, 10],
                     agent_addr: [192, 168, 1, 40],
@@ -521,6 +708,7 @@ mod tests {
             Message {
                 version: 1,
                 community: b"c".to_vec(),
+                context: None,
                 pdu: Pdu::TrapV2 {
                     inform: true,
                     request_id: -5,
