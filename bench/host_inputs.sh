@@ -12,10 +12,13 @@
 #     (tests/netflow/mkpcap.py); its rate is flows over its own run (reading the capture and
 #     sending), sluice's until the stats stop growing.
 #   - snmptrap: net-snmp's snmptrap sending N/200 v2c traps, one process each (as a script
-#     that calls it per alert does); its rate is traps over the whole loop.
+#     that calls it per alert does); its rate is traps over the whole loop. Again as SNMPv3
+#     authPriv (SHA, AES) into a second snmptrap input with that user.
 #   - snmp: net-snmp's snmpd on a port of the script's own; the snmp input walks mib-2 once
 #     (GETBULK of 10), against net-snmp's own snmpbulkwalk of the same subtree: values per
 #     second, each from its start to its last value (sluice's includes starting the process).
+#     Again as SNMPv3 authPriv (SHA-256, AES-256): a USM user of snmpd's, both sides
+#     discovering the engine first.
 #   - pipe: `seq N` as the command; its rate is `seq N > /dev/null` timed alone.
 #   - logstash: a second sluice (generator → logstash output, plain HTTP) sending N events;
 #     its rate alone into a `null`-like receiver is not separable, so the row gives the pair.
@@ -29,13 +32,13 @@ cargo build --release --quiet
 PY=$(scripts/python-peers | sed 's/^SLUICE_PEERS_PYTHON=//')
 TMP=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$TMP"; }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f", n / (e - s) }'; }
 
-API=$(port); GELF=$(port); GELFT=$(port); RELP=$(port); LS=$(port); NF=$(port); SNMP=$(port)
+API=$(port); GELF=$(port); GELFT=$(port); RELP=$(port); LS=$(port); NF=$(port); SNMP=$(port); SNMP3=$(port)
 SOCK=$TMP/in.sock
 mkdir -p "$TMP/settings"
 printf 'pipeline.workers: 2\napi.http.port: %s\npath.data: %s\n' "$API" "$TMP/data" > "$TMP/settings/sluice.yml"
@@ -47,6 +50,9 @@ target/release/sluice --log.level warn --path.settings "$TMP/settings" -e "
     logstash { host => \"127.0.0.1\" port => $LS ssl_enabled => false }
     udp { host => \"127.0.0.1\" port => $NF codec => netflow {} receive_buffer_bytes => 8388608 }
     snmptrap { host => \"127.0.0.1\" port => $SNMP }
+    snmptrap { host => \"127.0.0.1\" port => $SNMP3 supported_versions => [\"3\"] security_name => \"bench\"
+               auth_protocol => \"sha\" auth_pass => \"authpass123\" priv_protocol => \"aes\"
+               priv_pass => \"privpass123\" security_level => \"authPriv\" }
   }
   output { null {} }" &
 pids+=($!)
@@ -164,6 +170,13 @@ if command -v snmptrap >/dev/null; then
   done
   PEER=$(rate "$TRAPS" "$START" "$(now)")
   row "snmptrap (v2c)" "net-snmp snmptrap $(snmptrap --version 2>&1 | awk '{print $NF}'), a process a trap" "$PEER" "$START"
+  BEFORE=$(out); START=$(now)
+  for i in $(seq "$TRAPS"); do
+    MIBS= snmptrap -v 3 -e 0x8000000001020304 -u bench -l authPriv -a SHA -A authpass123 -x AES -X privpass123 \
+      "127.0.0.1:$SNMP3" "$i" 1.3.6.1.6.3.1.1.5.3 1.3.6.1.2.1.2.2.1.1.2 i "$i"
+  done
+  PEER=$(rate "$TRAPS" "$START" "$(now)")
+  row "snmptrap (v3 authPriv, SHA/AES)" "net-snmp snmptrap, a process a trap" "$PEER" "$START"
   N=$SAVED_N
 else
   echo "| snmptrap | net-snmp's snmptrap not installed | | | | |"
@@ -171,24 +184,34 @@ fi
 
 if [ -x /usr/sbin/snmpd ] && command -v snmpbulkwalk >/dev/null; then
   AG=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  printf 'agentAddress udp:127.0.0.1:%s\nrocommunity public 127.0.0.1\n' "$AG" > "$TMP/snmpd.conf"
-  /usr/sbin/snmpd -f -Lo -C -c "$TMP/snmpd.conf" -p "$TMP/snmpd.pid" >/dev/null 2>&1 & pids+=($!)
+  printf 'agentAddress udp:127.0.0.1:%s\nrocommunity public 127.0.0.1\nexactEngineID 0x80001f8804736c756963652d62656e6368\ncreateUser bench SHA-256 "authpass123" AES-256 "privpass123"\nrouser bench authPriv\n' "$AG" > "$TMP/snmpd.conf"
+  mkdir -p "$TMP/snmpd-state"
+  SNMP_PERSISTENT_DIR="$TMP/snmpd-state" /usr/sbin/snmpd -f -Lo -C -c "$TMP/snmpd.conf" -p "$TMP/snmpd.pid" >/dev/null 2>&1 & pids+=($!)
   until MIBS= snmpget -v2c -c public -t 1 -r 0 "127.0.0.1:$AG" 1.3.6.1.2.1.1.5.0 >/dev/null 2>&1; do sleep 0.1; done
-  S=$(now); VALUES=$(MIBS= snmpbulkwalk -v2c -c public -Cr10 "127.0.0.1:$AG" 1.3.6.1.2.1 | wc -l); E=$(now)
-  PEER=$(rate "$VALUES" "$S" "$E")
   mkdir -p "$TMP/snmp-settings"
   printf 'api.enabled: false\npath.data: %s\n' "$TMP/snmp-data" > "$TMP/snmp-settings/sluice.yml"
-  S=$(now)
-  target/release/sluice --log.level warn --path.settings "$TMP/snmp-settings" -e "
-    input { snmp { walk => ['1.3.6.1.2.1'] hosts => [{host => 'udp:127.0.0.1/$AG'}] interval => 3600 oid_mapping_format => 'dotted_string' } }
-    output { file { path => '$TMP/snmp.json' } }" & SP=$!
-  pids+=($SP)
-  until [ -s "$TMP/snmp.json" ]; do sleep 0.01; done
-  E=$(now)
-  kill "$SP"
-  GOT=$(python3 -c "import json,sys; e=json.loads(open('$TMP/snmp.json').readline()); print(sum(1 for k in e if k.startswith('1.3.6')))")
-  SR=$(rate "$GOT" "$S" "$E")
-  printf '| snmp (walk of mib-2, v2c) | snmpbulkwalk %s | %s values/s | %s values/s | %s | %s of %s values |\n' "$(dpkg-query -W -f='${Version}' snmp 2>/dev/null || true)" "$PEER" "$SR" "$(ratio "$SR" "$PEER")" "$GOT" "$VALUES"
+  V3='-v3 -u bench -l authPriv -a SHA-256 -A authpass123 -x AES-256 -X privpass123'
+  V3LS="security_name => 'bench' auth_protocol => 'sha2' auth_pass => 'authpass123' priv_protocol => 'aes256' priv_pass => 'privpass123' security_level => 'authPriv'"
+  for variant in v2c v3; do
+    if [ "$variant" = v2c ]; then ARGS='-v2c -c public'; HOST="{host => 'udp:127.0.0.1/$AG'}"; USER=''
+    else ARGS=$V3; HOST="{host => 'udp:127.0.0.1/$AG' version => '3'}"; USER=$V3LS; fi
+    # shellcheck disable=SC2086
+    S=$(now); VALUES=$(MIBS= snmpbulkwalk $ARGS -Cr10 "127.0.0.1:$AG" 1.3.6.1.2.1 | wc -l); E=$(now)
+    PEER=$(rate "$VALUES" "$S" "$E")
+    rm -f "$TMP/snmp.json"
+    S=$(now)
+    target/release/sluice --log.level warn --path.settings "$TMP/snmp-settings" -e "
+      input { snmp { walk => ['1.3.6.1.2.1'] hosts => [$HOST] $USER interval => 3600 oid_mapping_format => 'dotted_string' } }
+      output { file { path => '$TMP/snmp.json' } }" & SP=$!
+    pids+=($SP)
+    until [ -s "$TMP/snmp.json" ]; do sleep 0.01; done
+    E=$(now)
+    kill "$SP"
+    GOT=$(python3 -c "import json,sys; e=json.loads(open('$TMP/snmp.json').readline()); print(sum(1 for k in e if k.startswith('1.3.6')))")
+    SR=$(rate "$GOT" "$S" "$E")
+    WHAT=$([ "$variant" = v2c ] && echo v2c || echo "v3 authPriv, SHA-256/AES-256")
+    printf '| snmp (walk of mib-2, %s) | snmpbulkwalk %s | %s values/s | %s values/s | %s | %s of %s values |\n' "$WHAT" "$(dpkg-query -W -f='${Version}' snmp 2>/dev/null || true)" "$PEER" "$SR" "$(ratio "$SR" "$PEER")" "$GOT" "$VALUES"
+  done
 else
   echo "| snmp | net-snmp's snmpd/snmpbulkwalk not installed | | | | |"
 fi
