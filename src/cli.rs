@@ -94,6 +94,53 @@ pub enum Command {
     /// Run pipeline unit tests: logstash-filter-verifier's test-case files (JSON or YAML),
     /// in-process. Exits 1 when a test fails.
     Test(TestArgs),
+    /// Watch the events leaving plugins of a running sluice, live, from its monitoring API.
+    /// PLUGIN is an id (`PIPELINE/ID`, or an id alone when one pipeline has it), or
+    /// `PIPELINE/*` for all of a pipeline's plugins.
+    Tap(TapArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TapArgs {
+    /// The plugins to watch.
+    #[arg(value_name = "PLUGIN", required = true)]
+    pub plugins: Vec<String>,
+
+    /// The monitoring API (`http[s]://[user:password@]host:port`).
+    #[arg(
+        long = "api",
+        value_name = "URL",
+        default_value = "http://127.0.0.1:9600"
+    )]
+    pub api: String,
+
+    /// Only events for which this Logstash condition holds (`[status] >= 500`).
+    #[arg(long = "when", value_name = "CONDITION")]
+    pub when: Option<String>,
+
+    /// Stop after this many events.
+    #[arg(long = "limit", value_name = "N")]
+    pub limit: Option<u64>,
+
+    /// At most this many events a second (`100` or `100/s`).
+    #[arg(long = "rate", value_name = "N/s")]
+    pub rate: Option<String>,
+
+    /// How events are printed: `json` (one line each, as the API sends them) or `rubydebug`.
+    #[arg(long = "format", value_name = "FORMAT", default_value = "json", value_parser = ["json", "rubydebug"])]
+    pub format: String,
+
+    /// The API's Basic auth (`user:password`; without `:password`, SLUICE_API_PASSWORD).
+    #[arg(long = "user", value_name = "USER[:PASSWORD]")]
+    pub user: Option<String>,
+
+    /// A PEM file of the authorities that signed the API's certificate.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<String>,
+
+    /// Do not verify the API's certificate.
+    #[arg(long = "insecure")]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Args)]

@@ -4,13 +4,14 @@
 //! option fails before anything runs), starts the pipeline and runs until its inputs finish or
 //! a signal arrives; then it drains the queue and exits 0. `sluice config parse` prints the
 //! parsed config as JSON; `-t` checks a config and exits; `sluice test` runs pipeline unit
-//! tests ([`verify`]).
+//! tests ([`verify`]); `sluice tap` watches a running one's events ([`tap`]).
 
 mod agent;
 mod cli;
 mod log;
 mod run;
 mod shutdown;
+mod tap;
 mod verify;
 
 use std::process::ExitCode;
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
             });
             verify::test_command(t)
         }
+        Some(cli::Command::Tap(t)) => tap::tap_command(t),
         None => run::run(&args),
     };
     match result {

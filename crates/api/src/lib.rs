@@ -24,6 +24,7 @@ pub mod prometheus;
 pub mod registry;
 pub mod server;
 pub mod stats;
+mod tap;
 pub mod threads;
 
 pub use registry::{PipelineView, Registry};

@@ -427,7 +427,11 @@ pub fn start(
                             let ctx = Arc::clone(&ctx);
                             let auth = auth.clone();
                             async move {
-                                Ok::<_, Infallible>(handle(&ctx, auth.as_deref(), &req).await)
+                                if req.uri().path().trim_end_matches('/') == "/_node/tap" {
+                                    return Ok::<_, Infallible>(tap(&ctx, auth.as_deref(), &req));
+                                }
+                                let r = handle(&ctx, auth.as_deref(), &req).await;
+                                Ok::<_, Infallible>(r.map(http_body_util::Either::Left))
                             }
                         });
                         let mut http = hyper::server::conn::http1::Builder::new();
@@ -472,6 +476,46 @@ pub fn start(
 }
 
 type Resp = Response<Full<Bytes>>;
+
+/// `GET /_node/tap` (see [`crate::tap`]): its stream, or an error as every route words one,
+/// behind the same auth.
+fn tap(
+    ctx: &Context,
+    auth: Option<&(String, String)>,
+    req: &Request<Incoming>,
+) -> Response<crate::tap::ApiBody> {
+    let path = req.uri().path();
+    let pretty = wants_pretty(req.uri().query());
+    let refused = if !authorized(req, auth) {
+        let mut r = error(StatusCode::UNAUTHORIZED, path, "Unauthorized", pretty);
+        r.headers_mut().insert(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"sluice\", charset=\"UTF-8\""),
+        );
+        Some(r)
+    } else if req.method() != Method::GET {
+        let mut r = error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            path,
+            "Method Not Allowed",
+            pretty,
+        );
+        r.headers_mut()
+            .insert(hyper::header::ALLOW, HeaderValue::from_static("GET"));
+        Some(r)
+    } else {
+        None
+    };
+    if let Some(r) = refused {
+        return r.map(http_body_util::Either::Left);
+    }
+    match crate::tap::serve(ctx, &query_params(req.uri().query())) {
+        Ok(r) => r,
+        Err((status, message)) => {
+            error(status, path, &message, pretty).map(http_body_util::Either::Left)
+        }
+    }
+}
 
 fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Resp {
     let mut r = Response::new(Full::new(body.into()));

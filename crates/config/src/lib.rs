@@ -62,6 +62,12 @@ pub fn parse_with(source: &str, text: &str, opts: &ParseOptions) -> Result<Confi
     })
 }
 
+/// Parses a condition on its own, as written after `if` (`[status] >= 500`); `source` names
+/// it in errors.
+pub fn parse_condition(source: &str, text: &str) -> Result<Expr, ParseError> {
+    parser::Parser::new(source, text, &ParseOptions::default()).lone_condition()
+}
+
 /// Parses each `(name, text)` source on its own and concatenates their sections in order,
 /// as Logstash concatenates the files of a config directory.
 pub fn parse_sources(sources: &[(String, String)]) -> Result<Config, ParseError> {

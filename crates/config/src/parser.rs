@@ -78,6 +78,21 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// `cs condition cs EOF`: a condition on its own, as written after `if` (`sluice tap
+    /// --when`).
+    pub fn lone_condition(&mut self) -> Result<Expr, ParseError> {
+        self.c.cs();
+        let Ok(e) = self.condition() else {
+            return Err(self.c.error(self.source));
+        };
+        self.c.cs();
+        if !self.c.eof() {
+            self.c.expected_weak("end of input");
+            return Err(self.c.error(self.source));
+        }
+        Ok(e)
+    }
+
     /// `config := (cs plugin_section)* cs EOF`
     pub fn config(&mut self) -> Result<Vec<Section>, ParseError> {
         let mut sections = Vec::new();

@@ -442,6 +442,14 @@ impl FilterChain {
         if let Some(c) = self.metrics.workers[self.worker].filters.get(i) {
             c.record(seen, kept + created, started.elapsed());
         }
+        self.filtered(i, events);
+    }
+
+    /// What follows filter `i` on a batch: its tap.
+    fn filtered(&self, i: usize, events: &[Event]) {
+        if let Some(tap) = self.metrics.taps.filters.get(i) {
+            tap.offer(events);
+        }
     }
 
     /// [`Self::filter`] for a filter that takes the whole batch in one call.
@@ -490,6 +498,7 @@ impl FilterChain {
         if let Some(c) = self.metrics.workers[self.worker].filters.get(i) {
             c.record(seen, kept + created, started.elapsed());
         }
+        self.filtered(i, events);
     }
 
     fn branch(

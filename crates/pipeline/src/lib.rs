@@ -21,6 +21,7 @@ pub mod plugin;
 pub mod queue;
 pub mod registry;
 pub mod runtime;
+pub mod tap;
 
 pub use dead_letter::DeadLetterQueue;
 pub use options::{ConfigError, Options, PluginKind};

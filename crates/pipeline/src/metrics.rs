@@ -232,6 +232,8 @@ pub struct PipelineMetrics {
     /// Per output (config order): its lane, if it has one (whose sender counts what it
     /// writes to the output).
     pub lanes: Vec<Option<std::sync::Arc<crate::lane::Lane>>>,
+    /// Where each plugin's events can be watched (`sluice tap`).
+    pub taps: crate::tap::Taps,
 }
 
 impl Default for PipelineMetrics {
@@ -259,6 +261,7 @@ pub struct Totals {
 impl PipelineMetrics {
     pub fn new(plugins: PluginList, workers: usize) -> Self {
         let (nf, no) = (plugins.filters.len(), plugins.outputs.len());
+        let ni = plugins.inputs.len();
         PipelineMetrics {
             inputs: (0..plugins.inputs.len())
                 .map(|_| InputCounters::default())
@@ -274,6 +277,7 @@ impl PipelineMetrics {
             filter_dlq_routed: (0..nf).map(|_| AtomicU64::new(0)).collect(),
             batch: Default::default(),
             lanes: Vec::new(),
+            taps: crate::tap::Taps::new(ni, nf, no),
         }
     }
 

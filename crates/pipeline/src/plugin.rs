@@ -452,6 +452,9 @@ impl InputContext {
         if let Some(c) = counters {
             c.pushing(n);
         }
+        if let Some(tap) = self.metrics.taps.inputs.get(self.index) {
+            tap.offer(&batch);
+        }
         let started = std::time::Instant::now();
         let result = self.queue.push(batch);
         if let Some(c) = counters {

@@ -521,6 +521,7 @@ fn deliver_released(
 fn deliver(shared: &Shared, events: &[Event], worker: usize) -> bool {
     let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
     route(&shared.output_tree, events, &mut per_output);
+    offer_to_taps(shared, &per_output);
     let w = &shared.metrics.workers[worker];
     for (k, list) in per_output.iter().enumerate() {
         if !list.is_empty() && !write_output(shared, w, k, list, list.len()) {
@@ -528,6 +529,13 @@ fn deliver(shared: &Shared, events: &[Event], worker: usize) -> bool {
         }
     }
     true
+}
+
+/// Each output's share of a batch, to its tap.
+fn offer_to_taps(shared: &Shared, per_output: &[Vec<&Event>]) {
+    for (tap, list) in shared.metrics.taps.outputs.iter().zip(per_output) {
+        tap.offer_refs(list);
+    }
 }
 
 /// Writes output `k`'s share of a batch in chunks of `chunk` events, counting it in worker
@@ -580,6 +588,7 @@ fn deliver_laned(
     }
     let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); shared.outputs.len()];
     route(&shared.output_tree, events, &mut per_output);
+    offer_to_taps(shared, &per_output);
     let w = &shared.metrics.workers[worker];
     let base = events.as_ptr() as usize;
     let size = std::mem::size_of::<Event>().max(1);

@@ -191,6 +191,44 @@ pub fn agent(
     Ok(new_agent(config))
 }
 
+/// A GET whose answer is a stream read as it comes (`sluice tap`): no overall timeout (a
+/// connection one of 10 s), HTTP Basic auth when given. A status other than 200 is an error
+/// with the server's message.
+pub fn stream_get(
+    url: &str,
+    basic: Option<(&str, &str)>,
+    tls: &Tls,
+) -> Result<impl std::io::Read, String> {
+    use base64::Engine as _;
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .user_agent(concat!("sluice/", env!("CARGO_PKG_VERSION")))
+        .tls_config(tls_config(Some(tls))?)
+        .build();
+    let mut req = new_agent(config).get(url);
+    if let Some((user, pass)) = basic {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+        req = req.header("Authorization", format!("Basic {token}"));
+    }
+    let mut resp = req.call().map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    if status != 200 {
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(1 << 20)
+            .read_to_string()
+            .unwrap_or_default();
+        let message = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or(body);
+        return Err(format!("HTTP {status}: {message}"));
+    }
+    Ok(resp.into_body().into_reader())
+}
+
 /// Logstash's `http_client` mixin (the http filter, the http_poller input): its options read
 /// once into a client that the plugin's workers share. `request_timeout` bounds a whole
 /// request, `connect_timeout` the connection, `socket_timeout` each wait for the server;

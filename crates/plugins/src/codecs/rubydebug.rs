@@ -10,6 +10,13 @@ pub struct RubyDebug {
     metadata: bool,
 }
 
+impl RubyDebug {
+    /// The codec, with `@metadata` shown when `metadata` (its option of that name).
+    pub fn new(metadata: bool) -> RubyDebug {
+        RubyDebug { metadata }
+    }
+}
+
 pub fn build(opts: &mut Options) -> Result<Box<dyn Codec>, ConfigError> {
     Ok(Box::new(RubyDebug {
         metadata: opts.boolean_or("metadata", false)?,

@@ -1,0 +1,279 @@
+//! `GET /_node/tap?plugin=PIPELINE/ID&plugin=…[&when=COND][&limit=N][&rate=N]`: a live stream
+//! of the events leaving the named plugins (`PIPELINE/*`: all of a pipeline's; an id alone:
+//! whichever running pipeline has it), as NDJSON over a chunked response, behind the API's
+//! auth and TLS like every route.
+//!
+//! The request attaches one [`Subscriber`] to each plugin's [`TapPoint`] (see
+//! `sluice_pipeline::tap`): the pipeline writes matching events into the subscriber's bounded
+//! channel, dropping (and counting) what does not fit. A task of the API's runtime forwards
+//! the lines to the response body: first `{"tap":{…}}` (what is tapped), then one line per
+//! event, and `{"dropped":N,"dropped_total":M}` whenever lines were dropped for this client
+//! since the last such line. The stream ends after `limit` events, when the client goes away
+//! (the subscriber is detached then), or never.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use http_body_util::{Either, Full};
+use hyper::body::{Bytes, Frame};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use serde_json::json;
+use sluice_pipeline::metrics::PipelineMetrics;
+use sluice_pipeline::tap::{head, Kind, Subscriber};
+use tokio::sync::mpsc;
+
+use crate::stats::Context;
+
+/// A response body: a whole one, or a tap's stream.
+pub(crate) type ApiBody = Either<Full<Bytes>, TapBody>;
+
+/// The lines of a tap, as they come.
+pub(crate) struct TapBody(mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for TapBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|l| l.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A tapped plugin: its pipeline's metrics (which hold the points), where, and its names.
+struct Tapped {
+    metrics: Arc<PipelineMetrics>,
+    kind: Kind,
+    index: usize,
+    pipeline: String,
+    plugin: String,
+}
+
+/// Detaches the subscriber from every point when the stream ends.
+struct Attached {
+    subscriber: Arc<Subscriber>,
+    tapped: Vec<Tapped>,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        for t in &self.tapped {
+            if let Some(p) = t.metrics.taps.point(t.kind, t.index) {
+                p.detach(&self.subscriber);
+            }
+        }
+    }
+}
+
+/// What the plugin specs name, or why not.
+fn resolve(ctx: &Context, specs: &[&str]) -> Result<Vec<Tapped>, (StatusCode, String)> {
+    let pipelines = ctx.registry.pipelines();
+    let mut out: Vec<Tapped> = Vec::new();
+    for spec in specs {
+        let (only, id) = match spec.split_once('/') {
+            Some((p, id)) if pipelines.iter().any(|t| t.view.id == p) => (Some(p), id),
+            Some((p, _)) if !pipelines.iter().any(|t| t.view.id == *spec) => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!("no running pipeline {p:?} (running: {})", ids(ctx)),
+                ))
+            }
+            _ => (None, *spec),
+        };
+        let mut found = 0;
+        for t in pipelines
+            .iter()
+            .filter(|t| only.is_none_or(|p| t.view.id == p))
+        {
+            let m = &t.view.metrics;
+            let lists = [
+                (Kind::Input, &m.plugins.inputs),
+                (Kind::Filter, &m.plugins.filters),
+                (Kind::Output, &m.plugins.outputs),
+            ];
+            for (kind, list) in lists {
+                for (index, p) in list.iter().enumerate() {
+                    if id == "*" || p.id == id {
+                        found += 1;
+                        let dup = out
+                            .iter()
+                            .any(|o| o.pipeline == t.view.id && o.kind == kind && o.index == index);
+                        if !dup {
+                            out.push(Tapped {
+                                metrics: Arc::clone(m),
+                                kind,
+                                index,
+                                pipeline: t.view.id.clone(),
+                                plugin: p.id.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if found == 0 {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no plugin with id {id:?} in {} (ids are a plugin's `id` option, or name@line:column; GET /_node/pipelines lists them)",
+                    only.map_or_else(|| "any running pipeline".to_owned(), |p| format!("pipeline {p:?}"))
+                ),
+            ));
+        }
+        if only.is_none() && id != "*" {
+            let pipelines: std::collections::BTreeSet<&str> = out
+                .iter()
+                .filter(|o| o.plugin == id)
+                .map(|o| o.pipeline.as_str())
+                .collect();
+            if pipelines.len() > 1 {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("plugin id {id:?} is in several pipelines ({}): say which, as PIPELINE/{id}", pipelines.into_iter().collect::<Vec<_>>().join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn ids(ctx: &Context) -> String {
+    ctx.registry.ids().join(", ")
+}
+
+/// Answers `GET /_node/tap`.
+pub(crate) fn serve(
+    ctx: &Context,
+    params: &[(String, String)],
+) -> Result<Response<ApiBody>, (StatusCode, String)> {
+    let specs: Vec<&str> = params
+        .iter()
+        .filter(|(k, _)| k == "plugin")
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if specs.is_empty() {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "name at least one plugin: ?plugin=PIPELINE/ID (PIPELINE/* for all of a pipeline's)"
+                .into(),
+        ));
+    }
+    let get = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let number = |name: &str| -> Result<Option<f64>, (StatusCode, String)> {
+        match get(name) {
+            None | Some("") => Ok(None),
+            Some(t) => {
+                let t = t.strip_suffix("/s").unwrap_or(t);
+                match t.parse::<f64>() {
+                    Ok(n) if n > 0.0 && n.is_finite() => Ok(Some(n)),
+                    _ => Err((
+                        StatusCode::BAD_REQUEST,
+                        format!("{name} must be a positive number, not {t:?}"),
+                    )),
+                }
+            }
+        }
+    };
+    let limit = number("limit")?.map(|n| n.ceil() as u64);
+    let rate = number("rate")?;
+    let when = get("when").filter(|w| !w.trim().is_empty());
+    let condition = match when {
+        None => None,
+        Some(text) => {
+            let expr = sluice_config::parse_condition("when", text)
+                .map_err(|e| (StatusCode::BAD_REQUEST, format!("--when: {e}")))?;
+            let span = sluice_config::Span { line: 1, column: 1 };
+            Some(
+                sluice_pipeline::condition::Condition::compile("when", span, &expr)
+                    .map_err(|e| (StatusCode::BAD_REQUEST, format!("--when: {e}")))?,
+            )
+        }
+    };
+    let tapped = resolve(ctx, &specs)?;
+    let (subscriber, mut lines) = Subscriber::new(
+        NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        condition,
+        limit,
+        rate,
+    );
+    let names: Vec<String> = tapped
+        .iter()
+        .map(|t| format!("{}/{}", t.pipeline, t.plugin))
+        .collect();
+    for t in &tapped {
+        if let Some(p) = t.metrics.taps.point(t.kind, t.index) {
+            p.attach(
+                Arc::clone(&subscriber),
+                &head(&t.pipeline, &t.plugin, t.kind),
+            );
+        }
+    }
+    let attached = Attached {
+        subscriber: Arc::clone(&subscriber),
+        tapped,
+    };
+    let (body, out) = mpsc::channel::<Bytes>(16);
+    let first = json!({"tap": {"plugins": names, "when": when, "limit": limit, "rate": rate}});
+    tokio::spawn(async move {
+        let _attached = attached;
+        let mut line = first.to_string().into_bytes();
+        line.push(b'\n');
+        if body.send(Bytes::from(line)).await.is_err() {
+            return;
+        }
+        let mut forwarded = 0u64;
+        let mut told = 0u64;
+        loop {
+            match tokio::time::timeout(Duration::from_secs(1), lines.recv()).await {
+                Ok(Some(l)) => {
+                    if body.send(Bytes::from(l)).await.is_err() {
+                        return;
+                    }
+                    forwarded += 1;
+                }
+                Ok(None) => return,
+                Err(_) if body.is_closed() => return,
+                Err(_) => {}
+            }
+            let dropped = subscriber.dropped();
+            if dropped != told {
+                let mut l = json!({"dropped": dropped - told, "dropped_total": dropped})
+                    .to_string()
+                    .into_bytes();
+                l.push(b'\n');
+                told = dropped;
+                if body.send(Bytes::from(l)).await.is_err() {
+                    return;
+                }
+            }
+            if limit.is_some_and(|l| forwarded >= l) {
+                return;
+            }
+        }
+    });
+    let mut r = Response::new(Either::Right(TapBody(out)));
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson"),
+    );
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    *r.status_mut() = StatusCode::OK;
+    Ok(r)
+}

@@ -1,0 +1,190 @@
+//! `sluice tap`: watch the events leaving plugins of a running sluice, from its monitoring API
+//! (`GET /_node/tap`, a stream of NDJSON lines): each event printed as it comes (`--format
+//! json`: the line as the API wrote it; `rubydebug`: a header naming the plugin and time,
+//! then the event with its `@metadata`), notices of events dropped for this client on
+//! stderr. Ends after `--limit` events, or on Ctrl-C.
+
+use std::io::{BufRead, Write};
+
+use crate::cli::TapArgs;
+
+pub fn tap_command(a: &TapArgs) -> Result<(), String> {
+    let (base, url_auth) = split_userinfo(a.api.trim_end_matches('/'));
+    let auth = match &a.user {
+        Some(u) => Some(match u.split_once(':') {
+            Some((n, p)) => (n.to_owned(), p.to_owned()),
+            None => (
+                u.clone(),
+                std::env::var("SLUICE_API_PASSWORD").unwrap_or_default(),
+            ),
+        }),
+        None => url_auth,
+    };
+    let mut query: Vec<(&str, String)> = a.plugins.iter().map(|p| ("plugin", p.clone())).collect();
+    if let Some(w) = &a.when {
+        query.push(("when", w.clone()));
+    }
+    if let Some(n) = a.limit {
+        query.push(("limit", n.to_string()));
+    }
+    if let Some(r) = &a.rate {
+        query.push(("rate", r.trim_end_matches("/s").to_owned()));
+    }
+    let url = format!(
+        "{base}/_node/tap?{}",
+        query
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    );
+    let ca = match &a.cacert {
+        Some(p) => Some(std::fs::read(p).map_err(|e| format!("sluice tap: --cacert {p}: {e}"))?),
+        None => None,
+    };
+    let tls = sluice_plugins::tls::Tls {
+        ca,
+        client: None,
+        verify: !a.insecure,
+    };
+    let reader = sluice_plugins::http::stream_get(
+        &url,
+        auth.as_ref().map(|(u, p)| (u.as_str(), p.as_str())),
+        &tls,
+    )
+    .map_err(|e| format!("sluice tap: {base}: {e}"))?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut seen = 0u64;
+    for line in std::io::BufReader::new(reader).lines() {
+        let line = line.map_err(|e| format!("sluice tap: reading the stream: {e}"))?;
+        if line.is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .map_err(|e| format!("sluice tap: a line that is not JSON ({e}): {line}"))?;
+        if let Some(t) = v.get("tap") {
+            eprintln!("sluice tap: watching {}", t["plugins"]);
+            continue;
+        }
+        if let Some(n) = v.get("dropped") {
+            eprintln!(
+                "sluice tap: {n} events dropped for this client (it read too slowly; {} in all)",
+                v["dropped_total"]
+            );
+            continue;
+        }
+        let written = if a.format == "rubydebug" {
+            let text = format!(
+                "--- {}/{} ({}) {}\n",
+                v["pipeline"].as_str().unwrap_or(""),
+                v["plugin"].as_str().unwrap_or(""),
+                v["kind"].as_str().unwrap_or(""),
+                v["time"].as_str().unwrap_or("")
+            );
+            out.write_all(text.as_bytes())
+                .and_then(|_| out.write_all(&rubydebug(&v)))
+        } else {
+            out.write_all(line.as_bytes())
+                .and_then(|_| out.write_all(b"\n"))
+        };
+        if written.and_then(|_| out.flush()).is_err() {
+            // stdout closed (`| head`): done.
+            return Ok(());
+        }
+        seen += 1;
+        if a.limit.is_some_and(|l| seen >= l) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The event of a tap line (its `metadata` put back) as the rubydebug codec prints it.
+fn rubydebug(v: &serde_json::Value) -> Vec<u8> {
+    let mut event = v["event"].clone();
+    if let (Some(m), Some(obj)) = (v.get("metadata"), event.as_object_mut()) {
+        obj.insert("@metadata".into(), m.clone());
+    }
+    let text = event.to_string();
+    match sluice_event::json::parse(text.as_bytes()) {
+        Ok(sluice_event::Value::Object(map)) => {
+            use sluice_pipeline::Codec as _;
+            let mut out = Vec::new();
+            sluice_plugins::codecs::rubydebug::RubyDebug::new(true)
+                .encode(&sluice_event::Event::from_map(map), &mut out);
+            out
+        }
+        _ => format!("{text}\n").into_bytes(),
+    }
+}
+
+/// `http://user:pass@host:port` → (`http://host:port`, the user and password).
+fn split_userinfo(url: &str) -> (String, Option<(String, String)>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_owned(), None);
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((info, host)) => {
+            let (u, p) = info.split_once(':').unwrap_or((info, ""));
+            (
+                format!("{scheme}://{host}{path}"),
+                Some((decode(u), decode(p))),
+            )
+        }
+        None => (url.to_owned(), None),
+    }
+}
+
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~*".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
+            if let Ok(x) = u8::from_str_radix(hex, 16) {
+                out.push(x);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_their_credentials() {
+        assert_eq!(
+            split_userinfo("https://ops:s%40cret@127.0.0.1:9600"),
+            (
+                "https://127.0.0.1:9600".to_owned(),
+                Some(("ops".to_owned(), "s@cret".to_owned()))
+            )
+        );
+        assert_eq!(
+            split_userinfo("http://127.0.0.1:9600"),
+            ("http://127.0.0.1:9600".to_owned(), None)
+        );
+        assert_eq!(encode("[status] >= 500"), "%5Bstatus%5D%20%3E%3D%20500");
+    }
+}

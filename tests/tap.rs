@@ -1,0 +1,225 @@
+//! `sluice tap` through the real binary against a running sluice and its monitoring API: a tap
+//! on a filter gets the filter's changes and only events matching `--when`; inputs and outputs
+//! tapped; two taps at once; rubydebug; unknown ids, pipelines and conditions are clear
+//! errors; the API's basic auth applies; a client that stops reading is dropped for (said in
+//! its stream) while the pipeline goes on; and `pipeline.lineage` across a pipeline-to-pipeline
+//! link, seen by an output and by a tap.
+
+mod api_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use api_support::{temp_dir, Sluice};
+use serde_json::Value;
+
+const PIPELINE: &str = r#"
+input { generator { id => "gen" lines => ["alpha", "beta"] count => 0 } }
+filter {
+  mutate { id => "tagger" add_field => { "seen" => "%{message}-tagged" } }
+  if [message] == "beta" { mutate { id => "beta_only" add_tag => ["b"] } }
+}
+output { null { id => "sink" } }"#;
+
+/// Runs `sluice tap` against the API on `port` until it exits (bounded; its output is read as
+/// it comes, so that a full pipe never holds it).
+fn tap(port: u16, args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("tap")
+        .arg("--api")
+        .arg(format!("http://127.0.0.1:{port}"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("sluice tap {args:?} did not end within 60 s");
+        }
+    }
+}
+
+fn lines(o: &Output) -> Vec<Value> {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn start(name: &str, sluice_yml: &str) -> Sluice {
+    let dir = temp_dir(name);
+    Sluice::start(&dir, sluice_yml, "", &["-e", PIPELINE])
+}
+
+#[test]
+fn a_tap_sees_each_plugins_events_as_they_leave_it() {
+    let s = start("tap-plugins", "");
+    // The filter: its change made, only what matches --when.
+    let got = lines(&tap(
+        s.port,
+        &[
+            "main/tagger",
+            "--when",
+            r#"[message] == "beta""#,
+            "--limit",
+            "10",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(got.len(), 10);
+    for l in &got {
+        assert_eq!(l["pipeline"], "main", "{l}");
+        assert_eq!(l["plugin"], "tagger");
+        assert_eq!(l["kind"], "filter");
+        assert!(l["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{l}");
+        assert_eq!(l["event"]["message"], "beta");
+        assert_eq!(l["event"]["seen"], "beta-tagged");
+        assert!(l["event"].get("tags").is_none(), "before beta_only: {l}");
+    }
+    // The input: before any filter; the output: after all of them (an id alone finds it).
+    let input = lines(&tap(s.port, &["gen", "--limit", "5"]));
+    assert_eq!(input.len(), 5);
+    assert!(input
+        .iter()
+        .all(|l| l["kind"] == "input" && l["event"].get("seen").is_none()));
+    let output = lines(&tap(
+        s.port,
+        &["main/sink", "--when", "\"b\" in [tags]", "--limit", "5"],
+    ));
+    assert!(output
+        .iter()
+        .all(|l| l["event"]["seen"] == "beta-tagged" && l["event"]["tags"][0] == "b"));
+    // All of a pipeline's plugins.
+    let all = lines(&tap(s.port, &["main/*", "--limit", "5000"]));
+    let mut plugins: Vec<&str> = all.iter().map(|l| l["plugin"].as_str().unwrap()).collect();
+    plugins.sort();
+    plugins.dedup();
+    assert_eq!(plugins, ["beta_only", "gen", "sink", "tagger"]);
+    // rubydebug: a header per event, then the event as the rubydebug codec prints it.
+    let o = tap(
+        s.port,
+        &["main/tagger", "--limit", "2", "--format", "rubydebug"],
+    );
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        text.matches("--- main/tagger (filter) ").count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains(r#""seen" => ""#), "{text}");
+    s.stop();
+}
+
+#[test]
+fn two_taps_at_once_and_clear_errors() {
+    let s = start("tap-two", "");
+    let port = s.port;
+    let a = std::thread::spawn(move || tap(port, &["main/tagger", "--limit", "300"]));
+    let b = std::thread::spawn(move || tap(port, &["main/sink", "--limit", "300"]));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    assert_eq!(lines(&a).len(), 300);
+    assert_eq!(lines(&b).len(), 300);
+    for (args, says) in [
+        (vec!["main/nope"], "no plugin with id \"nope\""),
+        (vec!["other/tagger"], "no running pipeline \"other\""),
+        (vec!["main/tagger", "--when", "[a] =="], "when"),
+        (
+            vec!["main/tagger", "--limit", "0"],
+            "limit must be a positive number",
+        ),
+    ] {
+        let o = tap(port, &args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    s.stop();
+}
+
+#[test]
+fn the_apis_basic_auth_applies() {
+    let s = start(
+        "tap-auth",
+        "api.auth.type: basic\napi.auth.basic.username: watcher\napi.auth.basic.password: \"S3cret-pass\"\n",
+    );
+    let o = tap(s.port, &["main/tagger", "--limit", "1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("401"), "{o:?}");
+    let got = lines(&tap(
+        s.port,
+        &[
+            "main/tagger",
+            "--limit",
+            "3",
+            "--user",
+            "watcher:S3cret-pass",
+        ],
+    ));
+    assert_eq!(got.len(), 3);
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "tap",
+            "--api",
+            &format!("http://watcher:S3cret-pass@127.0.0.1:{}", s.port),
+        ])
+        .args(["main/tagger", "--limit", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(lines(&o).len(), 2);
+    s.stop();
+}
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_for_while_the_pipeline_goes_on() {
+    let s = start("tap-stalled", "");
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    write!(
+        conn,
+        "GET /_node/tap?plugin=main/*&rate=1000000 HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .unwrap();
+    // Not reading: the pipeline keeps its pace.
+    let out = |s: &Sluice| {
+        s.json("/_node/stats/events")["events"]["out"]
+            .as_u64()
+            .unwrap()
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let before = out(&s);
+    std::thread::sleep(Duration::from_secs(2));
+    let during = out(&s) - before;
+    assert!(
+        during > 10_000,
+        "the pipeline stalled with the tap: {during} events in 2 s"
+    );
+    // Reading again: the stream says how many were dropped for this client.
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut reader = BufReader::new(conn);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut line = String::new();
+    loop {
+        assert!(Instant::now() < deadline, "no dropped notice");
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        if line.starts_with("{\"dropped\"") {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert!(v["dropped_total"].as_u64().unwrap() > 1000, "{v}");
+            break;
+        }
+    }
+    drop(reader);
+    s.stop();
+}
