@@ -202,6 +202,11 @@ pub struct TestArgs {
     #[arg(long = "sockets")]
     pub sockets: bool,
 
+    /// Keep `[@metadata][lineage]` in every pipeline under test (`pipeline.lineage: true`;
+    /// a pipelines.yml entry can set it for its pipeline), so that tests can expect it.
+    #[arg(long = "lineage")]
+    pub lineage: bool,
+
     /// Keep LFV's bookkeeping in the events: `__lfv_id`, `__lfv_out_passed`, `__lfv_` tags.
     #[arg(long = "debug")]
     pub debug: bool,

@@ -318,6 +318,7 @@ fn pipeline_settings(id: &str, o: &PipelineOverrides) -> Result<PipelineSettings
         ps.batch_delay = d;
     }
     ps.unsafe_shutdown = o.unsafe_shutdown.unwrap_or(false);
+    ps.lineage = o.lineage.unwrap_or(false);
     ps.recoverable = match o.recoverable.as_deref() {
         Some("true") => sluice_pipeline::Recoverable::Yes,
         Some("auto") => sluice_pipeline::Recoverable::Auto,

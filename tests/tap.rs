@@ -223,3 +223,67 @@ fn a_client_that_stops_reading_is_dropped_for_while_the_pipeline_goes_on() {
     drop(reader);
     s.stop();
 }
+
+#[test]
+fn lineage_across_a_pipeline_link() {
+    let dir = temp_dir("tap-lineage");
+    let out = dir.join("out.json");
+    std::fs::write(
+        dir.join("up.conf"),
+        r#"input { generator { id => "gen" lines => ["x"] count => 3 } }
+           filter { mutate { id => "m1" add_field => { "a" => "1" } } }
+           output { pipeline { id => "to_down" send_to => ["down"] } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("down.conf"),
+        format!(
+            r#"input {{ pipeline {{ id => "from_up" address => "down" }} }}
+               filter {{ mutate {{ id => "m2" add_field => {{ "b" => "2" }} }}
+                        mutate {{ id => "copy" copy => {{ "[@metadata][lineage]" => "lineage" }} }} }}
+               output {{ file {{ id => "file" path => "{}" }} }}"#,
+            out.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("plain.conf"),
+        format!(
+            r#"input {{ generator {{ id => "g2" lines => ["y"] count => 1 }} }}
+               filter {{ mutate {{ id => "copy2" copy => {{ "[@metadata][lineage]" => "lineage" }} }} }}
+               output {{ file {{ path => "{}" }} }}"#,
+            dir.join("plain.json").display()
+        ),
+    )
+    .unwrap();
+    let pipelines = format!(
+        "- pipeline.id: up\n  path.config: {}\n  pipeline.lineage: true\n- pipeline.id: down\n  path.config: {}\n  pipeline.lineage: true\n- pipeline.id: plain\n  path.config: {}\n",
+        dir.join("up.conf").display(),
+        dir.join("down.conf").display(),
+        dir.join("plain.conf").display()
+    );
+    // Every pipeline's generator ends, and so does the process.
+    let mut s = Sluice::start(&dir, "", &pipelines, &[]);
+    assert!(s.exit(60).success(), "{}", s.log());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3);
+    for e in &events {
+        assert_eq!(
+            e["lineage"],
+            serde_json::json!(["up/gen", "up/m1", "up/to_down", "down/from_up", "down/m2"]),
+            "{e}"
+        );
+    }
+    // A pipeline without lineage adds none.
+    let plain: Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("plain.json"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    assert!(plain.get("lineage").is_none(), "{plain}");
+}

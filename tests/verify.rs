@@ -784,3 +784,58 @@ fn grok_pattern_cases_run_with_the_patterns_under_test() {
     assert!(out.contains("Summary: ☐ All tests: 1/3"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `pipeline.lineage` in the pipelines file (or `--lineage` for every pipeline): the events
+/// carry `[@metadata][lineage]` through `sluice test` as a running pipeline gives it them,
+/// across the pipeline link, and a test can expect it; without the setting the same test
+/// fails.
+#[test]
+fn tests_can_expect_the_lineage_pipelines_keep() {
+    let dir = std::env::temp_dir().join(format!("sluice-verify-lineage-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("up.conf"),
+        "input { stdin { id => \"in\" codec => json } }\n\
+         filter { mutate { id => \"m1\" add_field => { \"a\" => \"1\" } } }\n\
+         output { pipeline { id => \"to_down\" send_to => [\"down\"] } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("down.conf"),
+        "input { pipeline { id => \"from_up\" address => \"down\" } }\n\
+         filter { mutate { id => \"m2\" add_field => { \"b\" => \"2\" } } }\n\
+         output { stdout { id => \"out\" } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("case.json"),
+        r#"{"input_plugin": "in", "ignore": ["@timestamp", "event"], "export_metadata": true,
+ "testcases": [{"input": ["{\"task\": \"a\"}"],
+   "expected": [{"task": "a", "a": "1", "b": "2",
+                 "@metadata": {"lineage": ["up/in", "up/m1", "up/to_down", "down/from_up", "down/m2"]}}]}]}"#,
+    )
+    .unwrap();
+    let run = |pipelines: &str, extra: &[&str]| {
+        std::fs::write(dir.join("pipelines.yml"), pipelines).unwrap();
+        let mut args = vec![
+            "--pipelines".to_owned(),
+            dir.join("pipelines.yml").display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push(dir.join("case.json").display().to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        sluice_test(&args)
+    };
+    let both = "- pipeline.id: up\n  path.config: \"up.conf\"\n  pipeline.lineage: true\n\
+                - pipeline.id: down\n  path.config: \"down.conf\"\n  pipeline.lineage: true\n";
+    let neither = "- pipeline.id: up\n  path.config: \"up.conf\"\n\
+                   - pipeline.id: down\n  path.config: \"down.conf\"\n";
+    let (ok, out) = run(both, &[]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(neither, &["--lineage"]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(neither, &[]);
+    assert!(!ok, "passed without lineage: {out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -66,6 +66,7 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
             add_missing_id: true,
             standalone: false,
             sockets: false,
+            lineage: args.lineage,
         })?;
         let results = expected::run(&harness, input, expected, &args.ignore)?;
         return finish(&results, started, junit);
@@ -125,6 +126,7 @@ pub fn test_command(args: &TestArgs) -> Result<(), String> {
         add_missing_id: args.add_missing_id || all_sluice || standalone,
         standalone,
         sockets: args.sockets,
+        lineage: args.lineage,
     })?;
     let mut results = Vec::new();
     for (path, file) in files {

@@ -7,10 +7,10 @@
 
 use sluice_event::{Event, FieldRef, Template, Value};
 use sluice_pipeline::graph::{self, FilterChain};
-use sluice_pipeline::plugin::{add_fields, InputDecoration};
+use sluice_pipeline::plugin::add_fields;
 
 use super::cases::{bracket_parts, expand, Format, TestFile, DUMMY_LINE};
-use super::setup::{Harness, Sink, Tap};
+use super::setup::{Harness, Listen, Sink, Tap};
 
 /// An event that reached a collector, with that output's id.
 pub struct Collected {
@@ -44,6 +44,9 @@ impl<'h> Run<'h> {
             let mut chain = compiled.filter_chain();
             // As the test tools run Logstash (one worker): events keep their order.
             chain.set_ordered(true);
+            if let Some(labels) = &st.lineage {
+                chain.set_lineage_labels(labels.clone());
+            }
             stages.push((chain, compiled.output_tree));
         }
         Ok(Run {
@@ -127,9 +130,18 @@ impl<'h> Run<'h> {
                 e.remove(&FieldRef::parse("message").expect("a valid reference"));
             }
             tap.decoration.apply(e);
+            self.lineage_of_input(tap, e);
         }
         self.deliver(tap.stage, events, 0)?;
         self.final_flush()
+    }
+
+    /// The tapped input's `pipeline/id` in an event's lineage, when its pipeline keeps one.
+    fn lineage_of_input(&self, tap: &Tap, e: &mut Event) {
+        let st = &self.h.stages[tap.stage];
+        if st.lineage.is_some() {
+            sluice_pipeline::lineage::append(e, &format!("{}/{}", st.id, tap.id));
+        }
     }
 
     /// Feeds `bytes` through `tap` as its input reads them, and returns each event that came
@@ -174,6 +186,7 @@ impl<'h> Run<'h> {
         for e in &mut events {
             tap.decoration.apply(e);
             set_input_fields(e, &sets);
+            self.lineage_of_input(tap, e);
         }
         self.deliver(tap.stage, events, 0)?;
         self.final_flush()
@@ -216,7 +229,7 @@ impl<'h> Run<'h> {
         let tree = &self.stages[stage].1;
         let mut per_output: Vec<Vec<&Event>> = vec![Vec::new(); st.sinks.len()];
         // (target pipeline, its input, event), in order.
-        let mut forward: Vec<(usize, &InputDecoration, Event)> = Vec::new();
+        let mut forward: Vec<(usize, &Listen, Event)> = Vec::new();
         for e in &events {
             if e.is_cancelled() {
                 continue;
@@ -235,13 +248,17 @@ impl<'h> Run<'h> {
                                 output: id.clone(),
                             })
                         }
-                        Sink::Send(addresses) => {
+                        Sink::Send { id, to: addresses } => {
                             for a in addresses {
                                 for (t, target) in self.h.stages.iter().enumerate() {
-                                    for (addr, decoration) in &target.listens {
-                                        if addr == a {
-                                            forward.push((t, decoration, e.clone()));
+                                    for listen in target.listens.iter().filter(|l| &l.address == a)
+                                    {
+                                        let mut copy = e.clone();
+                                        if st.lineage.is_some() {
+                                            let label = format!("{}/{id}", st.id);
+                                            sluice_pipeline::lineage::append(&mut copy, &label);
                                         }
+                                        forward.push((t, listen, copy));
                                     }
                                 }
                             }
@@ -264,8 +281,13 @@ impl<'h> Run<'h> {
             forward = later;
             let batch = now
                 .into_iter()
-                .map(|(_, d, mut e)| {
-                    d.apply(&mut e);
+                .map(|(t, l, mut e)| {
+                    l.decoration.apply(&mut e);
+                    let st = &self.h.stages[t];
+                    if st.lineage.is_some() {
+                        let label = format!("{}/{}", st.id, l.id);
+                        sluice_pipeline::lineage::append(&mut e, &label);
+                    }
                     e
                 })
                 .collect();

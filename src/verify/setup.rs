@@ -24,8 +24,8 @@ use sluice_pipeline::Registry;
 pub enum Sink {
     /// Collected for comparison, under this output id.
     Collect(String),
-    /// A `pipeline` output: sent on to these addresses.
-    Send(Vec<String>),
+    /// A `pipeline` output (its id): sent on to these addresses.
+    Send { id: String, to: Vec<String> },
 }
 
 /// An input of the config the test's events can enter through.
@@ -42,6 +42,14 @@ pub struct Tap {
     pub decoration: InputDecoration,
 }
 
+/// A `pipeline` input of a pipeline under test.
+pub struct Listen {
+    pub address: String,
+    pub id: String,
+    /// What it adds to the events it gets.
+    pub decoration: InputDecoration,
+}
+
 /// One pipeline, rewritten and compiled once (to report errors before anything runs).
 pub struct Stage {
     /// The rewritten config: each test-case file compiles it again, so that no filter state
@@ -51,8 +59,13 @@ pub struct Stage {
     pub sinks: Vec<Sink>,
     /// The plugins, with this pipeline's `pipeline.ecs_compatibility` as their default.
     pub registry: Registry,
-    /// The `pipeline` inputs' addresses, with what each input adds to the events it gets.
-    pub listens: Vec<(String, InputDecoration)>,
+    /// The `pipeline` inputs.
+    pub listens: Vec<Listen>,
+    /// The pipeline's id.
+    pub id: String,
+    /// `pipeline.lineage` (its pipelines.yml entry, or `sluice test --lineage`): each
+    /// filter's `pipeline/id`, for `[@metadata][lineage]` as a running pipeline keeps it.
+    pub lineage: Option<Box<[std::sync::Arc<str>]>>,
 }
 
 pub struct Harness {
@@ -81,6 +94,8 @@ pub struct Source<'a> {
     pub standalone: bool,
     /// LFV 1.x's `--sockets`: standalone events come through a unix input, not stdin.
     pub sockets: bool,
+    /// `--lineage`: every pipeline keeps `[@metadata][lineage]`.
+    pub lineage: bool,
 }
 
 const TAP_PREFIX: &str = "__sluice_test_input_";
@@ -112,6 +127,7 @@ impl Harness {
             id,
             mut config,
             ecs_compatibility,
+            lineage,
         } in loaded
         {
             let mut registry = plugins.clone();
@@ -145,7 +161,7 @@ impl Harness {
             for (is_tap, built) in slots.iter().zip(&compiled.inputs) {
                 let slot = match is_tap {
                     true => stage_taps.next().map(|t| &mut t.decoration),
-                    false => stage_listens.next().map(|l| &mut l.1),
+                    false => stage_listens.next().map(|l| &mut l.decoration),
                 };
                 if let Some(d) = slot {
                     *d = built.decoration.clone();
@@ -158,11 +174,21 @@ impl Harness {
                     sinks.len()
                 ));
             }
+            let lineage = lineage.then(|| {
+                compiled
+                    .plugin_list()
+                    .filters
+                    .iter()
+                    .map(|f| std::sync::Arc::from(format!("{id}/{}", f.id)))
+                    .collect()
+            });
             stages.push(Stage {
                 config,
                 sinks,
                 registry,
                 listens,
+                id,
+                lineage,
             });
         }
         // As LFV, a mock file may hold mocks for other configs: said, not an error.
@@ -232,9 +258,9 @@ fn standalone(config: &mut Config) {
 fn senders_first(stages: &[Stage]) -> Vec<usize> {
     let sends_to = |from: &Stage, to: &Stage| {
         from.sinks.iter().any(|sink| match sink {
-            Sink::Send(addresses) => addresses
+            Sink::Send { to: addresses, .. } => addresses
                 .iter()
-                .any(|a| to.listens.iter().any(|(l, _)| l == a)),
+                .any(|a| to.listens.iter().any(|l| &l.address == a)),
             Sink::Collect(_) => false,
         })
     };
@@ -261,11 +287,16 @@ struct Loaded {
     config: Config,
     /// `pipeline.ecs_compatibility` of its `pipelines.yml` entry.
     ecs_compatibility: Option<String>,
+    /// `pipeline.lineage` of its entry, or `--lineage`.
+    lineage: bool,
 }
 
 /// Each pipeline under test, parsed (with its entry's `config.support_escapes`).
 fn load_configs(src: &Source) -> Result<Vec<Loaded>, String> {
-    let finish = |id: &str, parsed: Result<Config, sluice_config::ParseError>, ecs| {
+    let finish = |id: &str,
+                  parsed: Result<Config, sluice_config::ParseError>,
+                  ecs,
+                  lineage: Option<bool>| {
         let mut config = parsed.map_err(|e| e.to_string())?;
         config
             .substitute_env(&|name| std::env::var(name).ok())
@@ -274,6 +305,7 @@ fn load_configs(src: &Source) -> Result<Vec<Loaded>, String> {
             id: id.to_owned(),
             config,
             ecs_compatibility: ecs,
+            lineage: src.lineage || lineage == Some(true),
         })
     };
     let Some(file) = src.pipelines else {
@@ -284,6 +316,7 @@ fn load_configs(src: &Source) -> Result<Vec<Loaded>, String> {
         return Ok(vec![finish(
             "main",
             sluice_config::parse_sources(&sources),
+            None,
             None,
         )?]);
     };
@@ -323,7 +356,7 @@ fn load_configs(src: &Source) -> Result<Vec<Loaded>, String> {
                 ))
             }
         };
-        out.push(finish(&entry.id, parsed, ecs)?);
+        out.push(finish(&entry.id, parsed, ecs, entry.pipeline.lineage)?);
     }
     Ok(out)
 }
@@ -485,7 +518,7 @@ fn tap_input(
     p: &mut Plugin,
     stage: usize,
     taps: &mut Vec<Tap>,
-    listens: &mut Vec<(String, InputDecoration)>,
+    listens: &mut Vec<Listen>,
 ) -> Result<bool, String> {
     let id = plugin_id(p);
     if p.name == "pipeline" {
@@ -498,7 +531,11 @@ fn tap_input(
                 _ => None,
             })
             .unwrap_or_default();
-        listens.push((address, InputDecoration::default()));
+        listens.push(Listen {
+            address,
+            id,
+            decoration: InputDecoration::default(),
+        });
         return Ok(false);
     }
     if taps.iter().any(|t| t.id == id) {
@@ -590,7 +627,7 @@ fn collect_outputs(body: &mut [Statement], sinks: &mut Vec<Sink>) -> Result<(), 
                             p.source, p.span.line, p.span.column
                         ));
                     }
-                    sinks.push(Sink::Send(to));
+                    sinks.push(Sink::Send { id: id.clone(), to });
                 } else {
                     sinks.push(Sink::Collect(id.clone()));
                 }

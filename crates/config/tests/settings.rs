@@ -200,6 +200,7 @@ api.ssl.supported_protocols: [TLSv1.2, TLSv1.3]
             ordered: Some("auto".into()),
             ecs_compatibility: Some("disabled".into()),
             unsafe_shutdown: Some(true),
+            lineage: None,
             batch_metrics: Some("full".into()),
             recoverable: None,
             output_chunking_growth_threshold_factor: None,

@@ -203,6 +203,8 @@ pub struct FilterChain {
     ordered: bool,
     /// The one event an ordered run passes down at a time. Reused.
     single: Vec<Event>,
+    /// Per filter, its `pipeline/id` for `[@metadata][lineage]` (`pipeline.lineage`).
+    lineage: Option<Box<[Arc<str>]>>,
 }
 
 impl FilterChain {
@@ -233,6 +235,7 @@ impl FilterChain {
             worker: 0,
             ordered: false,
             single: Vec::new(),
+            lineage: None,
         }
     }
 
@@ -445,11 +448,35 @@ impl FilterChain {
         self.filtered(i, events);
     }
 
-    /// What follows filter `i` on a batch: its tap.
-    fn filtered(&self, i: usize, events: &[Event]) {
+    /// What follows filter `i` on a batch: its id in each event's lineage (when kept), its
+    /// tap.
+    fn filtered(&self, i: usize, events: &mut [Event]) {
+        if let Some(label) = self.lineage.as_ref().and_then(|l| l.get(i)) {
+            for e in events.iter_mut().filter(|e| !e.is_cancelled()) {
+                crate::lineage::append(e, label);
+            }
+        }
         if let Some(tap) = self.metrics.taps.filters.get(i) {
             tap.offer(events);
         }
+    }
+
+    /// `pipeline.lineage` with each filter's label given (`sluice test`, whose chain counts
+    /// nothing and so has no ids of its own).
+    pub fn set_lineage_labels(&mut self, labels: Box<[Arc<str>]>) {
+        self.lineage = Some(labels);
+    }
+
+    /// `pipeline.lineage`: each filter adds `pipeline_id/its id` to the events it passes.
+    pub fn set_lineage(&mut self, pipeline_id: &str) {
+        self.lineage = Some(
+            self.metrics
+                .plugins
+                .filters
+                .iter()
+                .map(|p| Arc::from(format!("{pipeline_id}/{}", p.id)))
+                .collect(),
+        );
     }
 
     /// [`Self::filter`] for a filter that takes the whole batch in one call.

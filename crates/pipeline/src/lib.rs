@@ -14,6 +14,7 @@ pub mod condition;
 pub mod dead_letter;
 pub mod graph;
 pub mod lane;
+pub mod lineage;
 pub mod lir;
 pub mod metrics;
 pub mod options;

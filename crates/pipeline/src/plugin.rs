@@ -154,6 +154,8 @@ pub struct WriteContext<'a> {
     interrupted: &'a AtomicBool,
     /// The DLQ, and the plugin's name and id for its entries.
     dead_letters: Option<(&'a DeadLetterQueue, &'a str, &'a str)>,
+    /// `pipeline/output`, when `pipeline.lineage` is on.
+    lineage: Option<&'a str>,
 }
 
 impl<'a> WriteContext<'a> {
@@ -161,7 +163,20 @@ impl<'a> WriteContext<'a> {
         WriteContext {
             interrupted,
             dead_letters: None,
+            lineage: None,
         }
+    }
+
+    /// With `pipeline.lineage`: this output's `pipeline/id`.
+    pub fn with_lineage(mut self, label: &'a str) -> Self {
+        self.lineage = Some(label);
+        self
+    }
+
+    /// This output's `pipeline/id` when the pipeline keeps lineage: an output that passes
+    /// events on (the `pipeline` output) adds it to each copy's `[@metadata][lineage]`.
+    pub fn lineage(&self) -> Option<&str> {
+        self.lineage
     }
 
     /// With the pipeline's dead letter queue, for output `plugin_name` of id `plugin_id`.
@@ -379,6 +394,8 @@ pub struct InputContext {
     index: usize,
     /// `pipeline.batch.size`.
     batch_size: usize,
+    /// `pipeline/input` for `[@metadata][lineage]`, when `pipeline.lineage` is on.
+    lineage: Option<Arc<str>>,
 }
 
 impl InputContext {
@@ -397,7 +414,14 @@ impl InputContext {
             metrics,
             index,
             batch_size,
+            lineage: None,
         }
+    }
+
+    /// With `pipeline.lineage`: each event pushed gets `label` in `[@metadata][lineage]`.
+    pub(crate) fn with_lineage(mut self, label: Arc<str>) -> Self {
+        self.lineage = Some(label);
+        self
     }
 
     /// Whether a push, once it returns, survives the process being killed (a persisted queue:
@@ -442,9 +466,14 @@ impl InputContext {
         self.push_events(batch)
     }
 
-    fn push_events(&self, batch: Vec<Event>) -> Result<(), Stopped> {
+    fn push_events(&self, mut batch: Vec<Event>) -> Result<(), Stopped> {
         if batch.is_empty() {
             return Ok(());
+        }
+        if let Some(label) = &self.lineage {
+            for e in &mut batch {
+                crate::lineage::append(e, label);
+            }
         }
         let n = batch.len() as u64;
         let counters = self.metrics.inputs.get(self.index);

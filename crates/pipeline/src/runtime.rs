@@ -50,6 +50,8 @@ pub struct PipelineSettings {
     /// `pipeline.ordered` (true, or auto with `pipeline.workers: 1` set): the filters keep
     /// the events' order ([`FilterChain::set_ordered`]).
     pub ordered: bool,
+    /// `pipeline.lineage`: each event carries `[@metadata][lineage]` ([`crate::lineage`]).
+    pub lineage: bool,
     /// Where persisted output lanes live: `<path.queue>/<pipeline id>/lanes` (each lane in
     /// a directory named after its output's id).
     pub lanes_dir: Option<std::path::PathBuf>,
@@ -80,6 +82,7 @@ impl Default for PipelineSettings {
             recoverable: Recoverable::No,
             output_chunking_factor: 1000,
             ordered: false,
+            lineage: false,
             lanes_dir: None,
             output_lanes: None,
         }
@@ -215,6 +218,9 @@ pub fn start(
     for w in 0..settings.workers.max(1) {
         let mut chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
         chain.set_ordered(settings.ordered);
+        if settings.lineage {
+            chain.set_lineage(&settings.id);
+        }
         periodic_flush |= chain.wants_periodic_flush();
         if settings.replay_safe_ids {
             chain.derive_replay_ids(&settings.id);
@@ -306,6 +312,12 @@ pub fn start(
             index,
             settings.batch_size,
         );
+        let ctx = if settings.lineage {
+            let id = &metrics.plugins.inputs[index].id;
+            ctx.with_lineage(format!("{}/{id}", settings.id).into())
+        } else {
+            ctx
+        };
         let running = Arc::clone(&inputs_running);
         let active = Arc::clone(&active_running);
         let id = built.id;
@@ -665,6 +677,11 @@ fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Wr
     let mut ctx = WriteContext::new(&shared.interrupted);
     if let Some(dlq) = &shared.dlq {
         ctx = ctx.with_dead_letter_queue(dlq, &out.name, &out.id);
+    }
+    let lineage;
+    if shared.settings.lineage {
+        lineage = format!("{}/{}", shared.settings.id, out.id);
+        ctx = ctx.with_lineage(&lineage);
     }
     loop {
         let e = match out.output.write(events, &ctx) {

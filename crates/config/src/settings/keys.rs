@@ -18,6 +18,7 @@ pub(crate) const PIPELINE_SCOPED_KEYS: &[&str] = &[
     "pipeline.ordered",
     "pipeline.ecs_compatibility",
     "pipeline.unsafe_shutdown",
+    "pipeline.lineage",
     "pipeline.batch.metrics.sampling_mode",
     "pipeline.recoverable",
     "pipeline.batch.output_chunking.growth_threshold_factor",

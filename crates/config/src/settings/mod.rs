@@ -38,6 +38,7 @@
 //! | `pipeline.ordered` | [`PipelineOverrides::ordered`] | `auto` `true` `false` |
 //! | `pipeline.output_lanes` | [`PipelineOverrides::output_lanes`] | `none` `persisted` `memory` |
 //! | `pipeline.unsafe_shutdown` | [`PipelineOverrides::unsafe_shutdown`] | boolean |
+//! | `pipeline.lineage` | [`PipelineOverrides::lineage`] | boolean |
 //! | `pipeline.batch.metrics.sampling_mode` | [`PipelineOverrides::batch_metrics`] | `disabled` `minimal` `full` |
 //! | `pipeline.ecs_compatibility` | [`PipelineOverrides::ecs_compatibility`] | `disabled` `v1` `v8` |
 //! | `queue.type` | [`QueueOverrides::queue_type`] | `memory` `persisted` |
@@ -254,6 +255,7 @@ pub(crate) fn apply_pipeline_key(
         "pipeline.ordered" => p.ordered = v.one_of(ORDERED)?,
         "pipeline.ecs_compatibility" => p.ecs_compatibility = v.one_of(ECS)?,
         "pipeline.unsafe_shutdown" => p.unsafe_shutdown = v.boolean()?,
+        "pipeline.lineage" => p.lineage = v.boolean()?,
         "pipeline.batch.metrics.sampling_mode" => p.batch_metrics = v.one_of(SAMPLING_MODES)?,
         "pipeline.recoverable" => p.recoverable = v.one_of(&["false", "auto", "true"])?,
         "pipeline.output_lanes" => p.output_lanes = v.one_of(&["none", "persisted", "memory"])?,

@@ -83,6 +83,9 @@ pub struct PipelineOverrides {
     /// `pipeline.unsafe_shutdown` (default false): when a stop stalls on an output that does
     /// not return, exit anyway after the stall reports, losing what a memory queue holds.
     pub unsafe_shutdown: Option<bool>,
+    /// `pipeline.lineage` (default false): each event carries `[@metadata][lineage]`, the
+    /// `pipeline/plugin` ids it passed.
+    pub lineage: Option<bool>,
     /// `pipeline.batch.metrics.sampling_mode`: `disabled`, `minimal` or `full` (default
     /// `minimal`).
     pub batch_metrics: Option<String>,
@@ -112,6 +115,7 @@ impl PipelineOverrides {
                 .clone()
                 .or_else(|| base.ecs_compatibility.clone()),
             unsafe_shutdown: self.unsafe_shutdown.or(base.unsafe_shutdown),
+            lineage: self.lineage.or(base.lineage),
             batch_metrics: (self.batch_metrics.clone()).or_else(|| base.batch_metrics.clone()),
             recoverable: (self.recoverable.clone()).or_else(|| base.recoverable.clone()),
             output_lanes: (self.output_lanes.clone()).or_else(|| base.output_lanes.clone()),

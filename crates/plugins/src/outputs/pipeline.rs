@@ -7,7 +7,8 @@
 //! waited for, unless `ensure_delivery => false`, which drops the events for that address and
 //! counts them. Waiting before any address took the batch is a retryable error (the worker
 //! retries with back-off, and a stop signal ends it); once one address has the batch, the
-//! others are waited for here, so that no address gets it twice.
+//! others are waited for here, so that no address gets it twice. With `pipeline.lineage`, each
+//! copy handed on gets this output's `pipeline/id` in its `[@metadata][lineage]`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -43,6 +44,7 @@ impl PipelineOutput {
         address: &str,
         events: &[&Event],
         may_give_up: bool,
+        lineage: Option<&str>,
     ) -> Result<(), OutputError> {
         let bus = PipelineBus::global();
         let mut warned = false;
@@ -54,7 +56,12 @@ impl PipelineOutput {
             };
             match bus.receiver(address, wait) {
                 Some(rx) => {
-                    let batch: Vec<Event> = events.iter().map(|e| (*e).clone()).collect();
+                    let mut batch: Vec<Event> = events.iter().map(|e| (*e).clone()).collect();
+                    if let Some(label) = lineage {
+                        for e in &mut batch {
+                            sluice_pipeline::lineage::append(e, label);
+                        }
+                    }
                     if rx.push(batch).is_ok() {
                         if warned {
                             tracing::info!(address, "pipeline receiver is back; delivering");
@@ -88,9 +95,9 @@ impl PipelineOutput {
 }
 
 impl Output for PipelineOutput {
-    fn write(&self, events: &[&Event], _ctx: &WriteContext) -> Result<(), OutputError> {
+    fn write(&self, events: &[&Event], ctx: &WriteContext) -> Result<(), OutputError> {
         for (i, address) in self.send_to.iter().enumerate() {
-            self.deliver(address, events, i == 0)?;
+            self.deliver(address, events, i == 0, ctx.lineage())?;
         }
         Ok(())
     }
