@@ -1,7 +1,8 @@
 //! The dashboard in headless Chromium (Debian's `chromium`, driven by playwright-core from
 //! `tests/dashboard`, both installed by `scripts/test`): while a generator runs, the page loads
-//! with no console errors, shows a non-zero rate, draws its charts and fits the window; a
-//! screenshot is saved under the test's temporary directory. Skipped (with a message) when
+//! with no console errors, shows a non-zero rate, draws its charts and fits the window; a click
+//! on a plugin opens the tap pane, which shows its events live; a screenshot is saved under
+//! the test's temporary directory. Skipped (with a message) when
 //! node, chromium or playwright-core is missing, except under `CI=true`.
 
 mod api_support;
@@ -51,7 +52,7 @@ fn dashboard_shows_live_rates_in_headless_chromium() {
     }
     let dir = temp_dir("dashboard");
     // Two pipelines, one on a persisted queue, both busy while the browser looks.
-    let pipelines = "- pipeline.id: fast\n  pipeline.workers: 1\n  config.string: 'input { generator { count => 0 } } filter { mutate { add_field => { \"a\" => \"b\" } } } output { null {} }'\n\
+    let pipelines = "- pipeline.id: fast\n  pipeline.workers: 1\n  config.string: 'input { generator { count => 0 } } filter { mutate { id => \"tagger\" add_field => { \"a\" => \"b\" } } } output { null {} }'\n\
 - pipeline.id: disk\n  pipeline.workers: 1\n  queue.type: persisted\n  config.string: 'input { generator { count => 0 } } filter { mutate { uppercase => [\"message\"] } } output { null { id => \"n\" lane => { type => persisted } } }'\n";
     let sluice = Sluice::start(&dir, "", pipelines, &[]);
     let screenshot = dir.join("dashboard.png");
@@ -63,6 +64,7 @@ fn dashboard_shows_live_rates_in_headless_chromium() {
         .arg(&screenshot)
         .arg(dir.join("chromium-profile"))
         .env("LANE_OF", "disk")
+        .env("TAP_PLUGIN", "fast/tagger")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -102,6 +104,14 @@ fn dashboard_shows_live_rates_in_headless_chromium() {
             .any(|r| r.starts_with("lane n") && r.contains("persisted")),
         "{seen}"
     );
+    // The tap pane showed the filter's events live, with its change, and closed.
+    assert_eq!(seen["tap"]["title"], "fast/tagger", "{seen}");
+    let first = seen["tap"]["events"][0].as_str().unwrap_or("");
+    assert!(
+        first.contains("filter tagger") && first.contains(r#""a": "b""#),
+        "{seen}"
+    );
+    assert_eq!(seen["tapClosed"], true, "{seen}");
     let png = std::fs::read(&screenshot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     eprintln!("dashboard screenshot: {}", screenshot.display());

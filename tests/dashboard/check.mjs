@@ -51,7 +51,10 @@ try {
     if (m.type() === 'error') result.consoleErrors.push(m.text());
   });
   page.on('pageerror', (e) => result.pageErrors.push(String(e)));
-  page.on('requestfailed', (r) => result.failedRequests.push(r.url()));
+  // A tap's stream the page closes itself ends as an aborted request: not a failure.
+  page.on('requestfailed', (r) => {
+    if (!/ABORTED/.test((r.failure() && r.failure().errorText) || '')) result.failedRequests.push(r.url());
+  });
   page.on('response', (r) => {
     if (r.status() >= 400) result.failedRequests.push(r.status() + ' ' + r.url());
   });
@@ -91,6 +94,19 @@ try {
   });
   Object.assign(result, seen);
   await page.screenshot({ path: screenshot });
+  // The tap pane (TAP_PLUGIN=pipeline/id): a click on the plugin's row streams its events.
+  if (process.env.TAP_PLUGIN) {
+    await page.locator(`#plugins tr[data-tap="${process.env.TAP_PLUGIN}"]`).first().click();
+    await page.waitForFunction(() => document.querySelectorAll('#tap-events .ev').length >= 3, null, { timeout: 15000, polling: 250 });
+    result.tap = await page.evaluate(() => ({
+      title: document.getElementById('tap-title').textContent,
+      status: document.getElementById('tap-status').textContent,
+      events: [...document.querySelectorAll('#tap-events .ev')].slice(0, 3).map((e) => e.textContent),
+    }));
+    await page.screenshot({ path: screenshot.replace(/\.png$/, '-tap.png') });
+    await page.click('#tap-close');
+    result.tapClosed = await page.evaluate(() => document.getElementById('tap').hidden);
+  }
   // One pipeline's page: its details, with its outputs' lanes (LANE_OF=pipeline id).
   if (process.env.LANE_OF) {
     const tab = page.locator('#pipelines button', { hasText: process.env.LANE_OF });

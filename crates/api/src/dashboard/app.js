@@ -388,17 +388,23 @@ function renderPlugins() {
     const d = state.pipelines.get(id).doc;
     const p = d.plugins || {};
     const rows = [
-      ...(p.inputs || []).map((x) => [x.name, '', x.events.out, '']),
+      ...(p.inputs || []).map((x) => [x.name, '', x.events.out, '', x.id]),
       ...[...(p.filters || []), ...(p.outputs || [])].map((x) => [
         x.name,
         x.events.in,
         x.events.out,
         x.events.in > 0 ? fmtMicros((x.events.duration_in_millis * 1000) / x.events.in) : '–',
+        x.id,
       ]),
     ];
-    for (const [name, ein, eout, ms] of rows) {
+    for (const [name, ein, eout, ms, pid] of rows) {
       if (n++ >= 12) return;
       const tr = document.createElement('tr');
+      // A click opens the tap pane on this plugin.
+      tr.dataset.tap = id + '/' + pid;
+      tr.className = 'tappable';
+      tr.title = 'watch ' + id + '/' + pid + ' (tap)';
+      tr.addEventListener('click', () => openTap(tr.dataset.tap));
       for (const v of [ids.length > 1 ? id + ' · ' + name : name, ein === '' ? '' : fmtNum(ein, 2), fmtNum(eout, 2), ms]) {
         const td = document.createElement('td');
         td.textContent = String(v);
@@ -493,5 +499,87 @@ async function poll() {
   }
 }
 
+// The tap pane: a plugin's live events (GET /_node/tap, NDJSON), at most 20 a second, the
+// newest first. Opened from the plugins table; closing it ends the stream (the server detaches).
+const TAP_KEEP = 50;
+const tap = { ctrl: null, seen: 0, dropped: 0 };
+
+function closeTap() {
+  if (tap.ctrl) tap.ctrl.abort();
+  tap.ctrl = null;
+  document.getElementById('tap').hidden = true;
+}
+
+function tapStatus(text) {
+  document.getElementById('tap-status').textContent = text;
+}
+
+async function openTap(target) {
+  closeTap();
+  tap.seen = 0;
+  tap.dropped = 0;
+  const pane = document.getElementById('tap');
+  pane.hidden = false;
+  document.getElementById('tap-title').textContent = target;
+  const list = document.getElementById('tap-events');
+  list.textContent = '';
+  const when = document.getElementById('tap-when').value.trim();
+  const ctrl = new AbortController();
+  tap.ctrl = ctrl;
+  let url = '/_node/tap?rate=20&plugin=' + encodeURIComponent(target);
+  if (when) url += '&when=' + encodeURIComponent(when);
+  tapStatus('connecting…');
+  try {
+    const r = await fetch(url, { signal: ctrl.signal, cache: 'no-store' });
+    if (!r.ok) {
+      const body = await r.json().catch(() => ({}));
+      tapStatus('error: ' + ((body.error && body.error.message) || 'HTTP ' + r.status));
+      return;
+    }
+    const reader = r.body.getReader();
+    const decoder = new TextDecoder();
+    let rest = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      rest += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = rest.indexOf('\n')) >= 0) {
+        const line = rest.slice(0, nl);
+        rest = rest.slice(nl + 1);
+        if (line) tapLine(JSON.parse(line), list);
+      }
+    }
+    tapStatus('ended · ' + tap.seen + ' events');
+  } catch (e) {
+    if (ctrl.signal.aborted) return;
+    tapStatus('disconnected: ' + e.message);
+  }
+}
+
+function tapLine(l, list) {
+  if (l.tap) {
+    tapStatus('watching · 0 events');
+    return;
+  }
+  if (l.dropped !== undefined) {
+    tap.dropped = l.dropped_total;
+  } else {
+    tap.seen++;
+    const item = document.createElement('pre');
+    item.className = 'ev';
+    const shown = l.metadata ? { ...l.event, '@metadata': l.metadata } : l.event;
+    item.textContent = l.time + '  ' + l.kind + ' ' + l.plugin + '\n' + JSON.stringify(shown, null, 2);
+    list.prepend(item);
+    while (list.childElementCount > TAP_KEEP) list.lastElementChild.remove();
+  }
+  tapStatus('watching · ' + tap.seen + ' events' + (tap.dropped ? ' · ' + tap.dropped + ' dropped' : ''));
+}
+
+document.getElementById('tap-close').addEventListener('click', closeTap);
+document.getElementById('tap-when').addEventListener('keydown', (e) => {
+  const target = document.getElementById('tap-title').textContent;
+  if (e.key === 'Enter' && target) openTap(target);
+});
 window.addEventListener('resize', () => { if (state.stats) render(); });
 loadHistory().then(poll);
