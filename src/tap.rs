@@ -6,6 +6,8 @@
 
 use std::io::{BufRead, Write};
 
+use sluice_plugins::http::{percent_decode, percent_encode};
+
 use crate::cli::TapArgs;
 
 pub fn tap_command(a: &TapArgs) -> Result<(), String> {
@@ -34,7 +36,7 @@ pub fn tap_command(a: &TapArgs) -> Result<(), String> {
         "{base}/_node/tap?{}",
         query
             .iter()
-            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .map(|(k, v)| format!("{k}={}", percent_encode(v)))
             .collect::<Vec<_>>()
             .join("&")
     );
@@ -130,42 +132,11 @@ fn split_userinfo(url: &str) -> (String, Option<(String, String)>) {
             let (u, p) = info.split_once(':').unwrap_or((info, ""));
             (
                 format!("{scheme}://{host}{path}"),
-                Some((decode(u), decode(p))),
+                Some((percent_decode(u), percent_decode(p))),
             )
         }
         None => (url.to_owned(), None),
     }
-}
-
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~*".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
-            if let Ok(x) = u8::from_str_radix(hex, 16) {
-                out.push(x);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -185,6 +156,9 @@ mod tests {
             split_userinfo("http://127.0.0.1:9600"),
             ("http://127.0.0.1:9600".to_owned(), None)
         );
-        assert_eq!(encode("[status] >= 500"), "%5Bstatus%5D%20%3E%3D%20500");
+        assert_eq!(
+            percent_encode("[status] >= 500"),
+            "%5Bstatus%5D%20%3E%3D%20500"
+        );
     }
 }

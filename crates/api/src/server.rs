@@ -486,27 +486,7 @@ fn tap(
 ) -> Response<crate::tap::ApiBody> {
     let path = req.uri().path();
     let pretty = wants_pretty(req.uri().query());
-    let refused = if !authorized(req, auth) {
-        let mut r = error(StatusCode::UNAUTHORIZED, path, "Unauthorized", pretty);
-        r.headers_mut().insert(
-            WWW_AUTHENTICATE,
-            HeaderValue::from_static("Basic realm=\"sluice\", charset=\"UTF-8\""),
-        );
-        Some(r)
-    } else if req.method() != Method::GET {
-        let mut r = error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            path,
-            "Method Not Allowed",
-            pretty,
-        );
-        r.headers_mut()
-            .insert(hyper::header::ALLOW, HeaderValue::from_static("GET"));
-        Some(r)
-    } else {
-        None
-    };
-    if let Some(r) = refused {
+    if let Some(r) = refusal(req, auth, pretty, &[Method::GET]) {
         return r.map(http_body_util::Either::Left);
     }
     match crate::tap::serve(ctx, &query_params(req.uri().query())) {
@@ -652,6 +632,43 @@ pub(crate) fn time_value(text: &str) -> Option<Duration> {
     ))
 }
 
+/// The answer to a request that is not served: 401 without the API's credentials (when it
+/// has some), 405 for a method not in `allowed`.
+fn refusal(
+    req: &Request<Incoming>,
+    auth: Option<&(String, String)>,
+    pretty: bool,
+    allowed: &[Method],
+) -> Option<Resp> {
+    let path = req.uri().path();
+    if !authorized(req, auth) {
+        let mut r = error(StatusCode::UNAUTHORIZED, path, "Unauthorized", pretty);
+        r.headers_mut().insert(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"sluice\", charset=\"UTF-8\""),
+        );
+        return Some(r);
+    }
+    if allowed.contains(req.method()) {
+        return None;
+    }
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        path,
+        "Method Not Allowed",
+        pretty,
+    );
+    let allow = allowed
+        .iter()
+        .map(Method::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Ok(v) = HeaderValue::from_str(&allow) {
+        r.headers_mut().insert(hyper::header::ALLOW, v);
+    }
+    Some(r)
+}
+
 pub(crate) async fn handle(
     ctx: &Context,
     auth: Option<&(String, String)>,
@@ -660,23 +677,7 @@ pub(crate) async fn handle(
     let path = req.uri().path();
     let params = query_params(req.uri().query());
     let pretty = wants_pretty(req.uri().query());
-    if !authorized(req, auth) {
-        let mut r = error(StatusCode::UNAUTHORIZED, path, "Unauthorized", pretty);
-        r.headers_mut().insert(
-            WWW_AUTHENTICATE,
-            HeaderValue::from_static("Basic realm=\"sluice\", charset=\"UTF-8\""),
-        );
-        return r;
-    }
-    if req.method() != Method::GET && req.method() != Method::HEAD {
-        let mut r = error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            path,
-            "Method Not Allowed",
-            pretty,
-        );
-        r.headers_mut()
-            .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    if let Some(r) = refusal(req, auth, pretty, &[Method::GET, Method::HEAD]) {
         return r;
     }
     let trimmed = path.trim_end_matches('/');

@@ -191,6 +191,46 @@ pub fn agent(
     Ok(new_agent(config))
 }
 
+/// Every byte but RFC 3986's unreserved ones (`A-Z a-z 0-9 - _ . ~`) as `%XX`: a query
+/// parameter's value, a path segment.
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `%XX` escapes undone (a `%` not followed by two hex digits stays as it is); bytes that
+/// are not UTF-8 become U+FFFD.
+pub fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).and_then(|c| hex(*c)),
+            b.get(i + 2).and_then(|c| hex(*c)),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A GET whose answer is a stream read as it comes (`sluice tap`): no overall timeout (a
 /// connection one of 10 s), HTTP Basic auth when given. A status other than 200 is an error
 /// with the server's message.

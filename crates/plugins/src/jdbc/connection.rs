@@ -158,7 +158,7 @@ fn server_url(rest: &str, default_port: u16) -> Result<ServerUrl, String> {
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (k.to_owned(), percent_decode(v))
+            (k.to_owned(), crate::http::percent_decode(v))
         })
         .collect();
     let (authority, db) = match main.strip_prefix("//") {
@@ -189,27 +189,8 @@ fn server_url(rest: &str, default_port: u16) -> Result<ServerUrl, String> {
     } else {
         host
     };
-    let db = (!db.is_empty()).then(|| percent_decode(db));
+    let db = (!db.is_empty()).then(|| crate::http::percent_decode(db));
     Ok((host, port, db, params))
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
-            if let Ok(v) = u8::from_str_radix(hex, 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The URL with any `password=` value hidden, for messages.

@@ -342,7 +342,7 @@ impl Client {
         };
         let message = status_from
             .get("grpc-message")
-            .map(|v| percent_decode(v.as_bytes()))
+            .map(|v| crate::http::percent_decode(&String::from_utf8_lossy(v.as_bytes())))
             .unwrap_or_default();
         let retry_after = status_from
             .get("grpc-status-details-bin")
@@ -440,30 +440,6 @@ fn retry_delay(bin: &[u8]) -> Option<Duration> {
     ))
 }
 
-/// `grpc-message`'s `%XX` escapes undone.
-fn percent_decode(b: &[u8]) -> String {
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).and_then(|c| hex(*c)),
-            b.get(i + 2).and_then(|c| hex(*c)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,7 +509,10 @@ mod tests {
             Some(Duration::from_millis(1500)),
         );
         let h = r.headers();
-        assert_eq!(percent_decode(h["grpc-message"].as_bytes()), "100% busy\n");
+        assert_eq!(
+            crate::http::percent_decode(h["grpc-message"].to_str().unwrap()),
+            "100% busy\n"
+        );
         let delay = retry_delay(h["grpc-status-details-bin"].as_bytes());
         assert_eq!(delay, Some(Duration::from_millis(1500)));
         assert_eq!(

@@ -194,7 +194,13 @@ impl Settings {
         let query = match opts.string_hash("parameters")? {
             Some(params) if !params.is_empty() => params
                 .iter()
-                .map(|(k, v)| format!("{}={}", url_encode(k), url_encode(v)))
+                .map(|(k, v)| {
+                    format!(
+                        "{}={}",
+                        crate::http::percent_encode(k),
+                        crate::http::percent_encode(v)
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("&"),
             _ => String::new(),
@@ -592,18 +598,6 @@ pub fn sanitize_ds_part(v: &str) -> String {
             end -= 1;
         }
         out.truncate(end);
-    }
-    out
-}
-
-fn url_encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
     }
     out
 }
