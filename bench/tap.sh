@@ -6,7 +6,9 @@
 #   - none:     no tap attached (a tap point costs one atomic load per batch);
 #   - stalled:  a client asks for every plugin's events (`plugin=main/*`) and never reads: its
 #               channel fills and the rest is dropped for it;
-#   - reading:  `sluice tap main/*` reading everything into /dev/null.
+#   - reading:  `sluice tap main/*` reading everything into /dev/null (the client takes a core
+#               of its own: on 2 cores it competes with the workers);
+#   - sampled:  `sluice tap main/* --rate 100`, as a person watching would.
 # Prints the median events/s of each and its ratio to `none`.
 # Usage: bench/tap.sh [ROUNDS] [WINDOW]   (default 5 rounds of 5 s)
 set -euo pipefail
@@ -45,6 +47,8 @@ s.sendall(b'GET /_node/tap?plugin=main/* HTTP/1.1\r\nHost: x\r\n\r\n')
 time.sleep(3600)" & tp=$! ;;
     reading)
       "$BIN" tap --api "http://127.0.0.1:$api" 'main/*' >/dev/null 2>&1 & tp=$! ;;
+    sampled)
+      "$BIN" tap --api "http://127.0.0.1:$api" 'main/*' --rate 100 >/dev/null 2>&1 & tp=$! ;;
   esac
   sleep 2
   local a b
@@ -58,7 +62,7 @@ time.sleep(3600)" & tp=$! ;;
 
 declare -A R=()
 for _ in $(seq "$ROUNDS"); do
-  for s in none stalled reading; do
+  for s in none stalled reading sampled; do
     R[$s]="${R[$s]:-} $(run "$s")"
   done
 done
@@ -66,7 +70,7 @@ machine "$(date -u +%Y-%m-%d)"
 echo "rounds: $ROUNDS of ${WINDOW} s; generator → mutate → null, 2 workers"
 printf '| tap | events/s (median) | ratio to none | rounds |\n|---|---|---|---|\n'
 base=$(echo "${R[none]}" | median)
-for s in none stalled reading; do
+for s in none stalled reading sampled; do
   m=$(echo "${R[$s]}" | median)
   printf '| %s | %s | %s | %s |\n' "$s" "$m" "$(ratio "$m" "$base")" "$(echo ${R[$s]})"
 done
