@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a tap costs the pipeline it watches (issue 44). One sluice per round runs
 # `generator (endless) → mutate → null` (2 workers, release build); after 2 s of warm-up its
-# events out are counted over WINDOW seconds from /_node/stats, in three scenarios
+# events out are counted over WINDOW seconds from /_node/stats, in four scenarios
 # alternated round by round:
 #   - none:     no tap attached (a tap point costs one atomic load per batch);
 #   - stalled:  a client asks for every plugin's events (`plugin=main/*`) and never reads: its

@@ -2,7 +2,8 @@
 //! (`GET /_node/tap`, a stream of NDJSON lines): each event printed as it comes (`--format
 //! json`: the line as the API wrote it; `rubydebug`: a header naming the plugin and time,
 //! then the event with its `@metadata`), notices of events dropped for this client on
-//! stderr. Ends after `--limit` events, or on Ctrl-C.
+//! stderr. Ends after `--limit` events, on Ctrl-C, or (exit 1) when a tapped pipeline stops or
+//! is reloaded.
 
 use std::io::{BufRead, Write};
 
@@ -40,6 +41,9 @@ pub fn tap_command(a: &TapArgs) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("&")
     );
+    if !base.starts_with("https://") && (a.cacert.is_some() || a.insecure) {
+        eprintln!("sluice tap: --cacert and --insecure are for an https:// API; {base} is not");
+    }
     let ca = match &a.cacert {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("sluice tap: --cacert {p}: {e}"))?),
         None => None,
@@ -68,6 +72,9 @@ pub fn tap_command(a: &TapArgs) -> Result<(), String> {
         if let Some(t) = v.get("tap") {
             eprintln!("sluice tap: watching {}", t["plugins"]);
             continue;
+        }
+        if let Some(why) = v.get("ended").and_then(|w| w.as_str()) {
+            return Err(format!("sluice tap: the tap ended: {why}"));
         }
         if let Some(n) = v.get("dropped") {
             eprintln!(

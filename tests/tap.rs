@@ -2,8 +2,8 @@
 //! on a filter gets the filter's changes and only events matching `--when`; inputs and outputs
 //! tapped; two taps at once; rubydebug; unknown ids, pipelines and conditions are clear
 //! errors; the API's basic auth and TLS apply; a client that stops reading is dropped for (said in
-//! its stream) while the pipeline goes on; and `pipeline.lineage` across a pipeline-to-pipeline
-//! link, seen by an output and by a tap.
+//! its stream) while the pipeline goes on; a reload ends a tap on it; and `pipeline.lineage`
+//! across a pipeline-to-pipeline link, seen by an output.
 
 mod api_support;
 mod net_support;
@@ -98,6 +98,7 @@ fn a_tap_sees_each_plugins_events_as_they_leave_it() {
         s.port,
         &["main/sink", "--when", "\"b\" in [tags]", "--limit", "5"],
     ));
+    assert_eq!(output.len(), 5);
     assert!(output
         .iter()
         .all(|l| l["event"]["seen"] == "beta-tagged" && l["event"]["tags"][0] == "b"));
@@ -222,6 +223,33 @@ fn over_the_apis_tls() {
 }
 
 #[test]
+fn a_reload_ends_the_tap() {
+    let dir = temp_dir("tap-reload");
+    let conf = dir.join("p.conf");
+    std::fs::write(&conf, PIPELINE).unwrap();
+    let s = Sluice::start(
+        &dir,
+        "config.reload.automatic: true\nconfig.reload.interval: 1s\n",
+        "",
+        &["-f", conf.to_str().unwrap()],
+    );
+    let port = s.port;
+    let watching = std::thread::spawn(move || tap(port, &["main/tagger", "--rate", "5"]));
+    std::thread::sleep(Duration::from_secs(2));
+    std::fs::write(&conf, PIPELINE.replace("-tagged", "-retagged")).unwrap();
+    let o = watching.join().unwrap();
+    assert!(!o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stopped or was reloaded"), "{err}");
+    // Tapped again, the new pipeline's filter shows its new change.
+    let got = lines(&tap(port, &["main/tagger", "--limit", "2"]));
+    assert!(got.iter().all(|l| l["event"]["seen"]
+        .as_str()
+        .is_some_and(|v| v.ends_with("-retagged"))));
+    s.stop();
+}
+
+#[test]
 fn a_client_that_stops_reading_is_dropped_for_while_the_pipeline_goes_on() {
     let s = start("tap-stalled", "");
     let mut conn = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
@@ -261,16 +289,19 @@ fn a_client_that_stops_reading_is_dropped_for_while_the_pipeline_goes_on() {
     loop {
         assert!(
             Instant::now() < deadline,
-            "no dropped notice in 30 s ({read} lines read)"
+            "no notice of the stall's drops in 30 s ({read} lines read)"
         );
         line.clear();
         let n = reader.read_line(&mut line).unwrap();
         assert!(n > 0, "the stream ended after {read} lines");
         read += 1;
+        // The notices keep count; the stall's drops are said once the stream moves on (an
+        // early notice may have gone out before the sockets filled).
         if line.starts_with("{\"dropped\"") {
             let v: Value = serde_json::from_str(&line).unwrap();
-            assert!(v["dropped_total"].as_u64().unwrap() > 1000, "{v}");
-            break;
+            if v["dropped_total"].as_u64().unwrap() > 100_000 {
+                break;
+            }
         }
     }
     drop(reader);

@@ -787,8 +787,8 @@ fn grok_pattern_cases_run_with_the_patterns_under_test() {
 
 /// `pipeline.lineage` in the pipelines file (or `--lineage` for every pipeline): the events
 /// carry `[@metadata][lineage]` through `sluice test` as a running pipeline gives it them,
-/// across the pipeline link, and a test can expect it; without the setting the same test
-/// fails.
+/// across the pipeline link (an event the aggregate releases at the final flush starts at
+/// the aggregate), and a test can expect it; without the setting the same test fails.
 #[test]
 fn tests_can_expect_the_lineage_pipelines_keep() {
     let dir = std::env::temp_dir().join(format!("sluice-verify-lineage-{}", std::process::id()));
@@ -797,7 +797,9 @@ fn tests_can_expect_the_lineage_pipelines_keep() {
     std::fs::write(
         dir.join("up.conf"),
         "input { stdin { id => \"in\" codec => json } }\n\
-         filter { mutate { id => \"m1\" add_field => { \"a\" => \"1\" } } }\n\
+         filter { aggregate { id => \"agg\" task_id => \"%{task}\" code => \"map['up'] = true\" \
+                   push_previous_map_as_event => true timeout_task_id_field => \"task\" }\n\
+                  mutate { id => \"m1\" add_field => { \"a\" => \"1\" } } }\n\
          output { pipeline { id => \"to_down\" send_to => [\"down\"] } }\n",
     )
     .unwrap();
@@ -813,7 +815,9 @@ fn tests_can_expect_the_lineage_pipelines_keep() {
         r#"{"input_plugin": "in", "ignore": ["@timestamp", "event"], "export_metadata": true,
  "testcases": [{"input": ["{\"task\": \"a\"}"],
    "expected": [{"task": "a", "a": "1", "b": "2",
-                 "@metadata": {"lineage": ["up/in", "up/m1", "up/to_down", "down/from_up", "down/m2"]}}]}]}"#,
+                 "@metadata": {"lineage": ["up/in", "up/agg", "up/m1", "up/to_down", "down/from_up", "down/m2"]}},
+                {"task": "a", "up": true, "a": "1", "b": "2", "tags": ["_aggregatefinalflush"],
+                 "@metadata": {"lineage": ["up/agg", "up/m1", "up/to_down", "down/from_up", "down/m2"]}}]}]}"#,
     )
     .unwrap();
     let run = |pipelines: &str, extra: &[&str]| {

@@ -44,8 +44,8 @@ impl<'h> Run<'h> {
             let mut chain = compiled.filter_chain();
             // As the test tools run Logstash (one worker): events keep their order.
             chain.set_ordered(true);
-            if let Some(labels) = &st.lineage {
-                chain.set_lineage_labels(labels.clone());
+            if st.lineage {
+                chain.set_lineage(&st.id, &compiled.plugin_list().filters);
             }
             stages.push((chain, compiled.output_tree));
         }
@@ -139,7 +139,7 @@ impl<'h> Run<'h> {
     /// The tapped input's `pipeline/id` in an event's lineage, when its pipeline keeps one.
     fn lineage_of_input(&self, tap: &Tap, e: &mut Event) {
         let st = &self.h.stages[tap.stage];
-        if st.lineage.is_some() {
+        if st.lineage {
             sluice_pipeline::lineage::append(e, &format!("{}/{}", st.id, tap.id));
         }
     }
@@ -254,7 +254,7 @@ impl<'h> Run<'h> {
                                     for listen in target.listens.iter().filter(|l| &l.address == a)
                                     {
                                         let mut copy = e.clone();
-                                        if st.lineage.is_some() {
+                                        if st.lineage {
                                             let label = format!("{}/{id}", st.id);
                                             sluice_pipeline::lineage::append(&mut copy, &label);
                                         }
@@ -284,7 +284,7 @@ impl<'h> Run<'h> {
                 .map(|(t, l, mut e)| {
                     l.decoration.apply(&mut e);
                     let st = &self.h.stages[t];
-                    if st.lineage.is_some() {
+                    if st.lineage {
                         let label = format!("{}/{}", st.id, l.id);
                         sluice_pipeline::lineage::append(&mut e, &label);
                     }

@@ -63,9 +63,9 @@ pub struct Stage {
     pub listens: Vec<Listen>,
     /// The pipeline's id.
     pub id: String,
-    /// `pipeline.lineage` (its pipelines.yml entry, or `sluice test --lineage`): each
-    /// filter's `pipeline/id`, for `[@metadata][lineage]` as a running pipeline keeps it.
-    pub lineage: Option<Box<[std::sync::Arc<str>]>>,
+    /// `pipeline.lineage` (its pipelines.yml entry, or `sluice test --lineage`): events
+    /// keep `[@metadata][lineage]` as a running pipeline gives it them.
+    pub lineage: bool,
 }
 
 pub struct Harness {
@@ -174,14 +174,6 @@ impl Harness {
                     sinks.len()
                 ));
             }
-            let lineage = lineage.then(|| {
-                compiled
-                    .plugin_list()
-                    .filters
-                    .iter()
-                    .map(|f| std::sync::Arc::from(format!("{id}/{}", f.id)))
-                    .collect()
-            });
             stages.push(Stage {
                 config,
                 sinks,

@@ -480,16 +480,17 @@ type Resp = Response<Full<Bytes>>;
 /// `GET /_node/tap` (see [`crate::tap`]): its stream, or an error as every route words one,
 /// behind the same auth.
 fn tap(
-    ctx: &Context,
+    ctx: &Arc<Context>,
     auth: Option<&(String, String)>,
     req: &Request<Incoming>,
 ) -> Response<crate::tap::ApiBody> {
     let path = req.uri().path();
     let pretty = wants_pretty(req.uri().query());
-    if let Some(r) = refusal(req, auth, pretty, &[Method::GET]) {
+    if let Some(r) = refusal(req, auth, pretty, &[Method::GET, Method::HEAD]) {
         return r.map(http_body_util::Either::Left);
     }
-    match crate::tap::serve(ctx, &query_params(req.uri().query())) {
+    let head_only = req.method() == Method::HEAD;
+    match crate::tap::serve(ctx, &query_params(req.uri().query()), head_only) {
         Ok(r) => r,
         Err((status, message)) => {
             error(status, path, &message, pretty).map(http_body_util::Either::Left)

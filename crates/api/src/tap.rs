@@ -9,12 +9,14 @@
 //! the lines to the response body: first `{"tap":{…}}` (what is tapped), then one line per
 //! event, and `{"dropped":N,"dropped_total":M}` whenever lines were dropped for this client
 //! since the last such line. The stream ends after `limit` events, when the client goes away
-//! (the subscriber is detached then), or never.
+//! (the subscriber is detached then), or with `{"ended":"…"}` when a tapped pipeline stopped
+//! or was reloaded (checked every second; a reloaded pipeline has new plugins to tap). The
+//! stream holds the pipelines' metrics weakly: a stopped pipeline's are freed.
 
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
@@ -51,7 +53,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A tapped plugin: its pipeline's metrics (which hold the points), where, and its names.
 struct Tapped {
-    metrics: Arc<PipelineMetrics>,
+    metrics: Weak<PipelineMetrics>,
     kind: Kind,
     index: usize,
     pipeline: String,
@@ -67,29 +69,47 @@ struct Attached {
 impl Drop for Attached {
     fn drop(&mut self) {
         for t in &self.tapped {
-            if let Some(p) = t.metrics.taps.point(t.kind, t.index) {
-                p.detach(&self.subscriber);
+            if let Some(m) = t.metrics.upgrade() {
+                if let Some(p) = m.taps.point(t.kind, t.index) {
+                    p.detach(&self.subscriber);
+                }
             }
         }
     }
 }
 
-/// What the plugin specs name, or why not.
+impl Attached {
+    /// A tapped pipeline that is no longer the one running under its id (stopped, or
+    /// reloaded), if any.
+    fn gone(&self, ctx: &Context) -> Option<&str> {
+        self.tapped.iter().find_map(|t| {
+            let running = ctx.registry.pipeline(&t.pipeline);
+            let same = match (running, t.metrics.upgrade()) {
+                (Some(r), Some(m)) => Arc::ptr_eq(&r.view.metrics, &m),
+                _ => false,
+            };
+            (!same).then_some(t.pipeline.as_str())
+        })
+    }
+}
+
+/// What the plugin specs name, or why not. A spec is `PIPELINE/ID` (the longest prefix
+/// before a `/` that is a running pipeline's id), `PIPELINE/*`, or an id alone (found in
+/// whichever running pipeline has it; ids may hold `/`).
 fn resolve(ctx: &Context, specs: &[&str]) -> Result<Vec<Tapped>, (StatusCode, String)> {
     let pipelines = ctx.registry.pipelines();
     let mut out: Vec<Tapped> = Vec::new();
     for spec in specs {
-        let (only, id) = match spec.split_once('/') {
-            Some((p, id)) if pipelines.iter().any(|t| t.view.id == p) => (Some(p), id),
-            Some((p, _)) if !pipelines.iter().any(|t| t.view.id == *spec) => {
-                return Err((
-                    StatusCode::NOT_FOUND,
-                    format!("no running pipeline {p:?} (running: {})", ids(ctx)),
-                ))
-            }
-            _ => (None, *spec),
+        let split = spec
+            .match_indices('/')
+            .rev()
+            .map(|(i, _)| (&spec[..i], &spec[i + 1..]))
+            .find(|(p, _)| pipelines.iter().any(|t| t.view.id == *p));
+        let (only, id) = match split {
+            Some((p, id)) => (Some(p), id),
+            None => (None, *spec),
         };
-        let mut found = 0;
+        let mut found = Vec::new();
         for t in pipelines
             .iter()
             .filter(|t| only.is_none_or(|p| t.view.id == p))
@@ -102,44 +122,48 @@ fn resolve(ctx: &Context, specs: &[&str]) -> Result<Vec<Tapped>, (StatusCode, St
             ];
             for (kind, list) in lists {
                 for (index, p) in list.iter().enumerate() {
-                    if id == "*" || p.id == id {
-                        found += 1;
-                        let dup = out
-                            .iter()
-                            .any(|o| o.pipeline == t.view.id && o.kind == kind && o.index == index);
-                        if !dup {
-                            out.push(Tapped {
-                                metrics: Arc::clone(m),
-                                kind,
-                                index,
-                                pipeline: t.view.id.clone(),
-                                plugin: p.id.clone(),
-                            });
-                        }
+                    if (id == "*" && only.is_some()) || p.id == id {
+                        found.push(Tapped {
+                            metrics: Arc::downgrade(m),
+                            kind,
+                            index,
+                            pipeline: t.view.id.clone(),
+                            plugin: p.id.clone(),
+                        });
                     }
                 }
             }
         }
-        if found == 0 {
+        if found.is_empty() {
+            let message = match (only, spec.split_once('/')) {
+                (Some(p), _) => format!("no plugin with id {id:?} in pipeline {p:?}"),
+                (None, Some((p, _))) => format!(
+                    "no running pipeline {p:?} (running: {}), and no plugin with id {spec:?}",
+                    ids(ctx)
+                ),
+                (None, None) => format!("no plugin with id {id:?} in any running pipeline"),
+            };
             return Err((
                 StatusCode::NOT_FOUND,
-                format!(
-                    "no plugin with id {id:?} in {} (ids are a plugin's `id` option, or name@line:column; GET /_node/pipelines lists them)",
-                    only.map_or_else(|| "any running pipeline".to_owned(), |p| format!("pipeline {p:?}"))
-                ),
+                format!("{message} (ids are a plugin's `id` option, or name@line:column; GET /_node/stats/pipelines lists them)"),
             ));
         }
-        if only.is_none() && id != "*" {
-            let pipelines: std::collections::BTreeSet<&str> = out
-                .iter()
-                .filter(|o| o.plugin == id)
-                .map(|o| o.pipeline.as_str())
-                .collect();
-            if pipelines.len() > 1 {
+        if only.is_none() {
+            let mut names: Vec<&str> = found.iter().map(|f| f.pipeline.as_str()).collect();
+            names.dedup();
+            if names.len() > 1 {
                 return Err((
                     StatusCode::BAD_REQUEST,
-                    format!("plugin id {id:?} is in several pipelines ({}): say which, as PIPELINE/{id}", pipelines.into_iter().collect::<Vec<_>>().join(", ")),
+                    format!("plugin id {id:?} is in several pipelines ({}): say which, as PIPELINE/{id}", names.join(", ")),
                 ));
+            }
+        }
+        for f in found {
+            let dup = out
+                .iter()
+                .any(|o| o.pipeline == f.pipeline && o.kind == f.kind && o.index == f.index);
+            if !dup {
+                out.push(f);
             }
         }
     }
@@ -152,14 +176,14 @@ fn ids(ctx: &Context) -> String {
 
 /// Answers `GET /_node/tap`.
 pub(crate) fn serve(
-    ctx: &Context,
+    ctx: &Arc<Context>,
     params: &[(String, String)],
+    head_only: bool,
 ) -> Result<Response<ApiBody>, (StatusCode, String)> {
     let specs: Vec<&str> = params
         .iter()
         .filter(|(k, _)| k == "plugin")
-        .flat_map(|(_, v)| v.split(','))
-        .map(str::trim)
+        .map(|(_, v)| v.trim())
         .filter(|s| !s.is_empty())
         .collect();
     if specs.is_empty() {
@@ -206,6 +230,9 @@ pub(crate) fn serve(
         }
     };
     let tapped = resolve(ctx, &specs)?;
+    if head_only {
+        return Ok(stream_response(Either::Left(Full::new(Bytes::new()))));
+    }
     let (subscriber, mut lines) = Subscriber::new(
         NEXT_ID.fetch_add(1, Ordering::Relaxed),
         condition,
@@ -217,13 +244,16 @@ pub(crate) fn serve(
         .map(|t| format!("{}/{}", t.pipeline, t.plugin))
         .collect();
     for t in &tapped {
-        if let Some(p) = t.metrics.taps.point(t.kind, t.index) {
-            p.attach(
-                Arc::clone(&subscriber),
-                &head(&t.pipeline, &t.plugin, t.kind),
-            );
+        if let Some(m) = t.metrics.upgrade() {
+            if let Some(p) = m.taps.point(t.kind, t.index) {
+                p.attach(
+                    Arc::clone(&subscriber),
+                    &head(&t.pipeline, &t.plugin, t.kind),
+                );
+            }
         }
     }
+    let ctx = Arc::clone(ctx);
     let attached = Attached {
         subscriber: Arc::clone(&subscriber),
         tapped,
@@ -231,7 +261,7 @@ pub(crate) fn serve(
     let (body, out) = mpsc::channel::<Bytes>(16);
     let first = json!({"tap": {"plugins": names, "when": when, "limit": limit, "rate": rate}});
     tokio::spawn(async move {
-        let _attached = attached;
+        let attached = attached;
         let mut line = first.to_string().into_bytes();
         line.push(b'\n');
         if body.send(Bytes::from(line)).await.is_err() {
@@ -249,7 +279,15 @@ pub(crate) fn serve(
                 }
                 Ok(None) => return,
                 Err(_) if body.is_closed() => return,
-                Err(_) => {}
+                Err(_) => {
+                    if let Some(p) = attached.gone(&ctx) {
+                        let why = format!("pipeline {p:?} stopped or was reloaded: tap it again");
+                        let mut l = json!({ "ended": why }).to_string().into_bytes();
+                        l.push(b'\n');
+                        let _ = body.send(Bytes::from(l)).await;
+                        return;
+                    }
+                }
             }
             let dropped = subscriber.dropped();
             if dropped != told {
@@ -267,13 +305,16 @@ pub(crate) fn serve(
             }
         }
     });
-    let mut r = Response::new(Either::Right(TapBody(out)));
+    Ok(stream_response(Either::Right(TapBody(out))))
+}
+
+fn stream_response(body: ApiBody) -> Response<ApiBody> {
+    let mut r = Response::new(body);
     r.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("application/x-ndjson"),
     );
     r.headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    *r.status_mut() = StatusCode::OK;
-    Ok(r)
+    r
 }

@@ -192,6 +192,17 @@ pub fn write_event(e: &Event, out: &mut Vec<u8>) {
     let _ = serde_json::to_writer(&mut *out, e);
 }
 
+/// Appends the event's `@metadata` as a JSON object to `out`.
+pub fn write_metadata(e: &Event, out: &mut Vec<u8>) {
+    struct Metadata<'a>(&'a Map);
+    impl Serialize for Metadata<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            serialize_map(self.0, s)
+        }
+    }
+    let _ = serde_json::to_writer(&mut *out, &Metadata(e.metadata()));
+}
+
 pub fn event_to_string(e: &Event) -> String {
     serde_json::to_string(e).unwrap_or_default()
 }

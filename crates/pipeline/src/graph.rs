@@ -17,6 +17,7 @@ use crate::metrics::{PipelineMetrics, PluginInfo, PluginList};
 use crate::options::{error_at, ConfigError};
 use crate::plugin::Filter;
 use crate::registry::{BuiltFilter, BuiltInput, BuiltOutput, FilterCommon, Registry};
+use crate::tap::TapPoint;
 
 #[derive(Debug)]
 pub enum Node {
@@ -205,6 +206,8 @@ pub struct FilterChain {
     single: Vec<Event>,
     /// Per filter, its `pipeline/id` for `[@metadata][lineage]` (`pipeline.lineage`).
     lineage: Option<Box<[Arc<str>]>>,
+    /// Whether any filter had a tap attached when the batch began ([`Self::run`]).
+    tapped: bool,
 }
 
 impl FilterChain {
@@ -236,6 +239,7 @@ impl FilterChain {
             ordered: false,
             single: Vec::new(),
             lineage: None,
+            tapped: false,
         }
     }
 
@@ -252,6 +256,9 @@ impl FilterChain {
     /// Runs a batch through the filters. Dropped events stay in place, cancelled.
     pub fn run(&mut self, events: &mut Vec<Event>) {
         let tree = Arc::clone(&self.tree);
+        // Whether a filter is tapped, looked at once per batch (an ordered run goes through
+        // the filters once per event).
+        self.tapped = self.metrics.taps.filters.iter().any(TapPoint::is_attached);
         if !self.ordered || events.len() < 2 {
             return self.nodes(&tree, events);
         }
@@ -336,6 +343,7 @@ impl FilterChain {
             if released.is_empty() {
                 continue;
             }
+            self.filtered(i, &mut released);
             let tree = Arc::clone(&self.tree);
             self.run_after(i, &tree, &mut released);
             out.append(&mut released);
@@ -368,6 +376,7 @@ impl FilterChain {
                     common.apply(e);
                 }
             }
+            self.filtered(i, &mut released);
             let tree = Arc::clone(&self.tree);
             self.run_after(i, &tree, &mut released);
             out.append(&mut released);
@@ -456,27 +465,18 @@ impl FilterChain {
                 crate::lineage::append(e, label);
             }
         }
-        if let Some(tap) = self.metrics.taps.filters.get(i) {
-            tap.offer(events);
+        if self.tapped {
+            if let Some(tap) = self.metrics.taps.filters.get(i) {
+                tap.offer(events);
+            }
         }
     }
 
-    /// `pipeline.lineage` with each filter's label given (`sluice test`, whose chain counts
-    /// nothing and so has no ids of its own).
-    pub fn set_lineage_labels(&mut self, labels: Box<[Arc<str>]>) {
-        self.lineage = Some(labels);
-    }
-
-    /// `pipeline.lineage`: each filter adds `pipeline_id/its id` to the events it passes.
-    pub fn set_lineage(&mut self, pipeline_id: &str) {
-        self.lineage = Some(
-            self.metrics
-                .plugins
-                .filters
-                .iter()
-                .map(|p| Arc::from(format!("{pipeline_id}/{}", p.id)))
-                .collect(),
-        );
+    /// `pipeline.lineage`: each filter adds `pipeline_id/its id` to the events it passes
+    /// (`filters`: the pipeline's, in config order; a chain that counts nothing, as
+    /// `sluice test`'s, has no ids of its own).
+    pub fn set_lineage(&mut self, pipeline_id: &str, filters: &[PluginInfo]) {
+        self.lineage = Some(crate::lineage::labels(pipeline_id, filters));
     }
 
     /// [`Self::filter`] for a filter that takes the whole batch in one call.

@@ -4,7 +4,19 @@
 //! `sluice test` can see the path it took, across pipeline-to-pipeline links (the copy a
 //! `pipeline` output hands on keeps the metadata). Off, nothing is added and nothing costs.
 
+use std::sync::Arc;
+
 use sluice_event::{Event, FieldRef, Value};
+
+use crate::metrics::PluginInfo;
+
+/// Each plugin's `pipeline_id/id`.
+pub fn labels(pipeline_id: &str, plugins: &[PluginInfo]) -> Box<[Arc<str>]> {
+    plugins
+        .iter()
+        .map(|p| Arc::from(format!("{pipeline_id}/{}", p.id)))
+        .collect()
+}
 
 /// Appends `label` to the event's `[@metadata][lineage]`, making the array if there is none
 /// (a value of another type there is replaced).

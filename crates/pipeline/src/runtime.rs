@@ -127,6 +127,8 @@ struct Shared {
     given_up: Arc<AtomicU64>,
     /// Per output (config order): its lane, if it has one.
     lanes: Vec<Option<Arc<Lane>>>,
+    /// `pipeline.lineage`: each output's `pipeline/id`, made once.
+    output_lineage: Option<Box<[Arc<str>]>>,
     /// Set once [`RunningPipeline::finish`] is done.
     finished: AtomicBool,
     /// Why the pipeline crashed (an input failed, a worker panicked), if it did.
@@ -209,6 +211,9 @@ pub fn start(
         halted: AtomicBool::new(false),
         given_up: Arc::new(AtomicU64::new(0)),
         lanes,
+        output_lineage: settings
+            .lineage
+            .then(|| crate::lineage::labels(&settings.id, &metrics.plugins.outputs)),
         finished: AtomicBool::new(false),
         crashed: std::sync::Mutex::new(None),
     });
@@ -219,7 +224,7 @@ pub fn start(
         let mut chain = compiled.filter_chain_counted(Arc::clone(&metrics), w);
         chain.set_ordered(settings.ordered);
         if settings.lineage {
-            chain.set_lineage(&settings.id);
+            chain.set_lineage(&settings.id, &metrics.plugins.filters);
         }
         periodic_flush |= chain.wants_periodic_flush();
         if settings.replay_safe_ids {
@@ -298,6 +303,9 @@ pub fn start(
     let active_running = Arc::new(AtomicUsize::new(
         inputs.iter().filter(|i| !i.input.is_passive()).count(),
     ));
+    let input_lineage = settings
+        .lineage
+        .then(|| crate::lineage::labels(&settings.id, &metrics.plugins.inputs));
     for (index, built) in inputs.into_iter().enumerate() {
         let passive = built.input.is_passive();
         let ctx = InputContext::new(
@@ -312,11 +320,9 @@ pub fn start(
             index,
             settings.batch_size,
         );
-        let ctx = if settings.lineage {
-            let id = &metrics.plugins.inputs[index].id;
-            ctx.with_lineage(format!("{}/{id}", settings.id).into())
-        } else {
-            ctx
+        let ctx = match &input_lineage {
+            Some(labels) => ctx.with_lineage(Arc::clone(&labels[index])),
+            None => ctx,
         };
         let running = Arc::clone(&inputs_running);
         let active = Arc::clone(&active_running);
@@ -678,10 +684,10 @@ fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Wr
     if let Some(dlq) = &shared.dlq {
         ctx = ctx.with_dead_letter_queue(dlq, &out.name, &out.id);
     }
-    let lineage;
-    if shared.settings.lineage {
-        lineage = format!("{}/{}", shared.settings.id, out.id);
-        ctx = ctx.with_lineage(&lineage);
+    if let Some(labels) = &shared.output_lineage {
+        if let Some(k) = shared.outputs.iter().position(|o| std::ptr::eq(o, out)) {
+            ctx = ctx.with_lineage(&labels[k]);
+        }
     }
     loop {
         let e = match out.output.write(events, &ctx) {

@@ -65,12 +65,25 @@ impl Taps {
     }
 }
 
+/// Each subscriber of a point with the start of its lines there (`{"pipeline":…,"plugin":…,`).
+type Subscribers = Arc<[(Arc<Subscriber>, Arc<str>)]>;
+
 /// Where a plugin's events can be watched.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TapPoint {
     attached: AtomicUsize,
-    /// Each subscriber with the start of its lines here (`{"pipeline":…,"plugin":…,`).
-    subscribers: Mutex<Vec<(Arc<Subscriber>, Arc<str>)>>,
+    /// Replaced whole on attach and detach; a worker takes a reference under the lock and
+    /// does its work without it, so that neither workers nor the API wait on each other.
+    subscribers: Mutex<Subscribers>,
+}
+
+impl Default for TapPoint {
+    fn default() -> Self {
+        TapPoint {
+            attached: AtomicUsize::new(0),
+            subscribers: Mutex::new(Arc::from(Vec::new())),
+        }
+    }
 }
 
 impl TapPoint {
@@ -84,14 +97,21 @@ impl TapPoint {
     /// pipeline, plugin and kind, ending with a comma).
     pub fn attach(&self, subscriber: Arc<Subscriber>, head: &str) {
         let mut subs = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
-        subs.push((subscriber, head.into()));
-        self.attached.store(subs.len(), Ordering::Relaxed);
+        let mut next: Vec<_> = subs.iter().cloned().collect();
+        next.push((subscriber, head.into()));
+        self.attached.store(next.len(), Ordering::Relaxed);
+        *subs = next.into();
     }
 
     pub fn detach(&self, subscriber: &Subscriber) {
         let mut subs = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
-        subs.retain(|(s, _)| s.id != subscriber.id);
-        self.attached.store(subs.len(), Ordering::Relaxed);
+        let next: Vec<_> = subs
+            .iter()
+            .filter(|(s, _)| s.id != subscriber.id)
+            .cloned()
+            .collect();
+        self.attached.store(next.len(), Ordering::Relaxed);
+        *subs = next.into();
     }
 
     /// Offers a batch's events (cancelled ones are skipped).
@@ -109,7 +129,7 @@ impl TapPoint {
     }
 
     fn offer_each<'a>(&self, events: impl Iterator<Item = &'a Event> + Clone) {
-        let subs = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+        let subs = Arc::clone(&self.subscribers.lock().unwrap_or_else(|p| p.into_inner()));
         for (s, head) in subs.iter() {
             s.take(head, events.clone());
         }
@@ -182,48 +202,49 @@ impl Subscriber {
         self.done.load(Ordering::Relaxed)
     }
 
+    /// Takes what it wants of a batch: events matching its condition, within its limit and
+    /// rate, each made into a line unless its channel is full (then counted as dropped).
     fn take<'a>(&self, head: &str, events: impl Iterator<Item = &'a Event>) {
         if self.is_done() {
             return;
         }
-        let mut bucket = self
-            .rate
-            .as_ref()
-            .map(|b| b.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(b) = bucket.as_deref_mut() {
-            let now = Instant::now();
-            let refill = now.duration_since(b.at).as_secs_f64() * b.per_second;
-            b.tokens = (b.tokens + refill).min(b.per_second.max(1.0));
-            b.at = now;
-        }
-        // A client that does not keep up: its channel is full, and the batch is dropped for it
-        // without a line being made.
-        if self.tx.capacity() == 0 {
-            let n = match &self.condition {
-                None => events.count(),
-                Some(c) => events.filter(|e| c.eval(e)).count(),
-            };
-            self.dropped.fetch_add(n as u64, Ordering::Relaxed);
-            return;
-        }
+        // The rate's tokens for this batch, reserved at once; what is not used goes back.
+        let mut tokens = match &self.rate {
+            None => u64::MAX,
+            Some(b) => {
+                let mut b = b.lock().unwrap_or_else(|p| p.into_inner());
+                let now = Instant::now();
+                let refill = now.duration_since(b.at).as_secs_f64() * b.per_second;
+                b.tokens = (b.tokens + refill).min(b.per_second.max(1.0));
+                b.at = now;
+                let whole = b.tokens.floor();
+                b.tokens -= whole;
+                whole as u64
+            }
+        };
+        let reserved = tokens;
+        // A client that does not keep up: its channel is full, and what it would get of
+        // this batch is dropped for it without a line being made.
+        let full = self.tx.capacity() == 0;
         let mut time: Option<String> = None;
         for e in events {
-            if let Some(c) = &self.condition {
-                if !c.eval(e) {
-                    continue;
-                }
+            if tokens == 0 {
+                break;
             }
-            if let Some(b) = bucket.as_deref_mut() {
-                if b.tokens < 1.0 {
-                    return;
-                }
-                b.tokens -= 1.0;
+            if self
+                .limit
+                .is_some_and(|l| self.sent.load(Ordering::Relaxed) >= l)
+            {
+                self.done.store(true, Ordering::Relaxed);
+                break;
             }
-            if let Some(limit) = self.limit {
-                if self.sent.load(Ordering::Relaxed) >= limit {
-                    self.done.store(true, Ordering::Relaxed);
-                    return;
-                }
+            if self.condition.as_ref().is_some_and(|c| !c.eval(e)) {
+                continue;
+            }
+            tokens -= 1;
+            if full {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
             let permit = match self.tx.try_reserve() {
                 Ok(p) => p,
@@ -233,12 +254,15 @@ impl Subscriber {
                 }
                 Err(mpsc::error::TrySendError::Closed(())) => {
                     self.done.store(true, Ordering::Relaxed);
-                    return;
+                    break;
                 }
             };
             let time = time.get_or_insert_with(|| sluice_event::Timestamp::now().to_iso8601());
             permit.send(line(head, time, e));
             self.sent.fetch_add(1, Ordering::Relaxed);
+        }
+        if let (Some(b), true) = (&self.rate, tokens > 0 && reserved != u64::MAX) {
+            b.lock().unwrap_or_else(|p| p.into_inner()).tokens += tokens as f64;
         }
     }
 }
@@ -253,9 +277,7 @@ fn line(head: &str, time: &str, e: &Event) -> Vec<u8> {
     sluice_event::json::write_event(e, &mut out);
     if !e.metadata().is_empty() {
         out.extend_from_slice(b",\"metadata\":");
-        out.extend_from_slice(
-            sluice_event::json::to_string(&Value::Object(e.metadata().clone())).as_bytes(),
-        );
+        sluice_event::json::write_metadata(e, &mut out);
     }
     out.extend_from_slice(b"}\n");
     out
@@ -270,4 +292,97 @@ pub fn head(pipeline: &str, plugin: &str, kind: Kind) -> String {
         s(plugin),
         kind.as_str()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(messages: &[&str]) -> Vec<Event> {
+        messages.iter().map(|m| Event::with_message(*m)).collect()
+    }
+
+    fn when(text: &str) -> Condition {
+        let expr = sluice_config::parse_condition("when", text).unwrap();
+        Condition::compile("when", sluice_config::Span { line: 1, column: 1 }, &expr).unwrap()
+    }
+
+    /// The condition, the limit, the lines' shape, and a detached subscriber left alone.
+    #[test]
+    fn condition_limit_and_lines() {
+        let point = TapPoint::default();
+        assert!(!point.is_attached());
+        let (s, mut rx) = Subscriber::new(1, Some(when(r#"[message] == "b""#)), Some(3), None);
+        point.attach(Arc::clone(&s), &head("main", "f1", Kind::Filter));
+        assert!(point.is_attached());
+        let mut batch = events(&["a", "b", "b", "a"]);
+        batch[2].cancel();
+        point.offer(&batch);
+        assert_eq!(s.sent(), 1, "the cancelled one is not offered");
+        point.offer(&events(&["b", "b", "b"]));
+        assert_eq!(s.sent(), 3);
+        point.offer(&events(&["b"]));
+        assert!(s.is_done());
+        assert_eq!(
+            (s.sent(), s.dropped()),
+            (3, 0),
+            "past the limit: neither sent nor dropped"
+        );
+        let line = String::from_utf8(rx.try_recv().unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["pipeline"], "main");
+        assert_eq!(v["plugin"], "f1");
+        assert_eq!(v["kind"], "filter");
+        assert_eq!(v["event"]["message"], "b");
+        assert!(v.get("metadata").is_none());
+        point.detach(&s);
+        assert!(!point.is_attached());
+    }
+
+    /// A full channel drops what the client would have got (within its rate), counted;
+    /// the rate keeps at most its tokens a batch.
+    #[test]
+    fn drops_and_rate() {
+        let point = TapPoint::default();
+        let (s, _rx) = Subscriber::new(2, None, None, None);
+        point.attach(Arc::clone(&s), &head("main", "in", Kind::Input));
+        let many: Vec<Event> = (0..CHANNEL + 500)
+            .map(|_| Event::with_message("x"))
+            .collect();
+        point.offer(&many);
+        assert_eq!(s.sent(), CHANNEL as u64);
+        assert_eq!(s.dropped(), 500);
+        point.offer(&events(&["y"; 10]));
+        assert_eq!(
+            s.dropped(),
+            510,
+            "a batch finding the channel full is dropped whole"
+        );
+        // At most 5 a second: a burst of 50 gives 5 lines; full, 5 are counted as dropped.
+        let rated = TapPoint::default();
+        let (r, rx) = Subscriber::new(3, None, None, Some(5.0));
+        rated.attach(Arc::clone(&r), &head("main", "out", Kind::Output));
+        let refs: Vec<Event> = events(&["z"; 50]);
+        let list: Vec<&Event> = refs.iter().collect();
+        rated.offer_refs(&list);
+        assert_eq!((r.sent(), r.dropped()), (5, 0));
+        drop(rx);
+        let (c, crx) = Subscriber::new(5, None, None, None);
+        rated.attach(Arc::clone(&c), &head("main", "out", Kind::Output));
+        drop(crx);
+        rated.offer_refs(&list);
+        assert!(c.is_done(), "a closed channel ends the subscriber");
+        let (full, _keep) = Subscriber::new(4, None, None, Some(5.0));
+        let p = TapPoint::default();
+        p.attach(Arc::clone(&full), &head("main", "x", Kind::Filter));
+        p.offer(&many);
+        let dropped_before = full.dropped();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        p.offer(&many);
+        assert!(
+            full.dropped() - dropped_before <= 5,
+            "a rated client's drops stay within its rate: {}",
+            full.dropped() - dropped_before
+        );
+    }
 }
