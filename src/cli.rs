@@ -141,6 +141,11 @@ pub struct TapArgs {
     /// Do not verify the API's certificate.
     #[arg(long = "insecure")]
     pub insecure: bool,
+
+    /// Give up when the API says nothing for this many seconds (it sends a heartbeat every
+    /// 15 s while no event comes).
+    #[arg(long = "timeout", value_name = "SECONDS", default_value_t = 45)]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]

@@ -3,7 +3,8 @@
 //! json`: the line as the API wrote it; `rubydebug`: a header naming the plugin and time,
 //! then the event with its `@metadata`), notices of events dropped for this client on
 //! stderr. Ends after `--limit` events, on Ctrl-C, or (exit 1) when a tapped pipeline stops or
-//! is reloaded.
+//! is reloaded, or when the API has said nothing for `--timeout` seconds (45; it sends a
+//! heartbeat every 15 s).
 
 use std::io::{BufRead, Write};
 
@@ -59,11 +60,28 @@ pub fn tap_command(a: &TapArgs) -> Result<(), String> {
         &tls,
     )
     .map_err(|e| format!("sluice tap: {base}: {e}"))?;
+    // The API says something at least every 15 s (a heartbeat when quiet): silence for
+    // `--timeout` seconds means the server or the network is gone.
+    let silence = std::time::Duration::from_secs(a.timeout.max(1));
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(std::time::Instant::now()));
+    let watch = std::sync::Arc::clone(&heard);
+    std::thread::spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let last = *watch.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() > silence {
+            eprintln!(
+                "sluice tap: nothing from the API for {} s (it sends a heartbeat every 15 s): giving up",
+                silence.as_secs()
+            );
+            std::process::exit(1);
+        }
+    });
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut seen = 0u64;
     for line in std::io::BufReader::new(reader).lines() {
         let line = line.map_err(|e| format!("sluice tap: reading the stream: {e}"))?;
+        *heard.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
         if line.is_empty() {
             continue;
         }
@@ -71,6 +89,9 @@ pub fn tap_command(a: &TapArgs) -> Result<(), String> {
             .map_err(|e| format!("sluice tap: a line that is not JSON ({e}): {line}"))?;
         if let Some(t) = v.get("tap") {
             eprintln!("sluice tap: watching {}", t["plugins"]);
+            continue;
+        }
+        if v.get("heartbeat").is_some() {
             continue;
         }
         if let Some(why) = v.get("ended").and_then(|w| w.as_str()) {

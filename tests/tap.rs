@@ -2,7 +2,8 @@
 //! on a filter gets the filter's changes and only events matching `--when`; inputs and outputs
 //! tapped; two taps at once; rubydebug; unknown ids, pipelines and conditions are clear
 //! errors; the API's basic auth and TLS apply; a client that stops reading is dropped for (said in
-//! its stream) while the pipeline goes on; a reload ends a tap on it; and `pipeline.lineage`
+//! its stream) while the pipeline goes on; a quiet tap sends heartbeats and a silent server is
+//! given up on; a reload ends a tap on it; and `pipeline.lineage`
 //! across a pipeline-to-pipeline link, seen by an output.
 
 mod api_support;
@@ -247,6 +248,55 @@ fn a_reload_ends_the_tap() {
         .as_str()
         .is_some_and(|v| v.ends_with("-retagged"))));
     s.stop();
+}
+
+#[test]
+fn a_quiet_tap_sends_heartbeats_and_a_silent_server_is_given_up_on() {
+    let s = start("tap-heartbeat", "");
+    // No event matches: after 15 s the stream still says it is alive.
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    write!(
+        conn,
+        "GET /_node/tap?plugin=main/tagger&when=%5Bnowhere%5D HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
+    let mut reader = BufReader::new(conn);
+    let started = Instant::now();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        assert!(
+            !line.starts_with("{\"pipeline\""),
+            "an event matched: {line}"
+        );
+        if line.starts_with("{\"heartbeat\"") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(25), "no heartbeat");
+    }
+    assert!(started.elapsed() >= Duration::from_secs(14));
+    s.stop();
+    // A server that answers and then says nothing: the tap gives up after --timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut c, _) = silent.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = std::io::Read::read(&mut c, &mut buf);
+        write!(c, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let started = Instant::now();
+    let o = tap(port, &["main/tagger", "--timeout", "2"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nothing from the API for 2 s"),
+        "{o:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[test]

@@ -8,7 +8,8 @@
 //! channel, dropping (and counting) what does not fit. A task of the API's runtime forwards
 //! the lines to the response body: first `{"tap":{…}}` (what is tapped), then one line per
 //! event, and `{"dropped":N,"dropped_total":M}` whenever lines were dropped for this client
-//! since the last such line. The stream ends after `limit` events, when the client goes away
+//! since the last such line, and `{"heartbeat":TIME}` after 15 s without any line (so that a
+//! client can tell a quiet tap from a dead server). The stream ends after `limit` events, when the client goes away
 //! (the subscriber is detached then), or with `{"ended":"…"}` when a tapped pipeline stopped
 //! or was reloaded (checked every second; a reloaded pipeline has new plugins to tap). The
 //! stream holds the pipelines' metrics weakly: a stopped pipeline's are freed.
@@ -18,7 +19,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context as TaskContext, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http_body_util::{Either, Full};
 use hyper::body::{Bytes, Frame};
@@ -50,6 +51,9 @@ impl hyper::body::Body for TapBody {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How long a stream may stay silent before it sends `{"heartbeat":TIME}`.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// A tapped plugin: its pipeline's metrics (which hold the points), where, and its names.
 struct Tapped {
@@ -269,6 +273,12 @@ pub(crate) fn serve(
         }
         let mut forwarded = 0u64;
         let mut told = 0u64;
+        let (mut checked, mut sent) = (Instant::now(), Instant::now());
+        let notice = |v: serde_json::Value| {
+            let mut l = v.to_string().into_bytes();
+            l.push(b'\n');
+            Bytes::from(l)
+        };
         loop {
             match tokio::time::timeout(Duration::from_secs(1), lines.recv()).await {
                 Ok(Some(l)) => {
@@ -276,29 +286,40 @@ pub(crate) fn serve(
                         return;
                     }
                     forwarded += 1;
+                    sent = Instant::now();
                 }
                 Ok(None) => return,
                 Err(_) if body.is_closed() => return,
-                Err(_) => {
-                    if let Some(p) = attached.gone(&ctx) {
-                        let why = format!("pipeline {p:?} stopped or was reloaded: tap it again");
-                        let mut l = json!({ "ended": why }).to_string().into_bytes();
-                        l.push(b'\n');
-                        let _ = body.send(Bytes::from(l)).await;
-                        return;
-                    }
+                Err(_) => {}
+            }
+            if checked.elapsed() >= Duration::from_secs(1) {
+                checked = Instant::now();
+                if let Some(p) = attached.gone(&ctx) {
+                    let why = format!("pipeline {p:?} stopped or was reloaded: tap it again");
+                    let _ = body.send(notice(json!({ "ended": why }))).await;
+                    return;
                 }
             }
             let dropped = subscriber.dropped();
             if dropped != told {
-                let mut l = json!({"dropped": dropped - told, "dropped_total": dropped})
-                    .to_string()
-                    .into_bytes();
-                l.push(b'\n');
+                let n = json!({"dropped": dropped - told, "dropped_total": dropped});
                 told = dropped;
-                if body.send(Bytes::from(l)).await.is_err() {
+                if body.send(notice(n)).await.is_err() {
                     return;
                 }
+                sent = Instant::now();
+            }
+            // A quiet tap still says it is alive, so that a client can tell a dead server.
+            if sent.elapsed() >= HEARTBEAT {
+                let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                if body
+                    .send(notice(json!({ "heartbeat": now })))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                sent = Instant::now();
             }
             if limit.is_some_and(|l| forwarded >= l) {
                 return;

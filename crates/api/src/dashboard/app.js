@@ -550,7 +550,9 @@ async function openTap(target) {
         if (line) tapLine(JSON.parse(line), list);
       }
     }
-    tapStatus('ended · ' + tap.seen + ' events');
+    if (!document.getElementById('tap-status').textContent.startsWith('ended:')) {
+      tapStatus('ended · ' + tap.seen + ' events');
+    }
   } catch (e) {
     if (ctrl.signal.aborted) return;
     tapStatus('disconnected: ' + e.message);
@@ -560,6 +562,11 @@ async function openTap(target) {
 function tapLine(l, list) {
   if (l.tap) {
     tapStatus('watching · 0 events');
+    return;
+  }
+  if (l.heartbeat) return;
+  if (l.ended) {
+    tapStatus('ended: ' + l.ended);
     return;
   }
   if (l.dropped !== undefined) {
