@@ -341,90 +341,59 @@ fn v3_traps_and_informs_under_every_protocol() {
     );
     let s = api_support::Sluice::start(&dir, "", "", &["-e", &config]);
     std::thread::sleep(std::time::Duration::from_millis(800));
-    let v3 =
-        |tool: &str, port: u16, auth: (&str, &str), level: &str, value: &str, extra: &[&str]| {
-            let to = format!("127.0.0.1:{port}");
-            let mut args = vec![
-                "-v", "3", "-u", "alice", "-l", level, "-a", auth.0, "-A", auth.1,
-            ];
-            if level == "authPriv" {
-                args.extend(["-x", "AES", "-X", "privpass123"]);
-            }
-            args.extend(extra);
-            args.extend([
-                &to,
-                "123456",
-                "1.3.6.1.6.3.1.1.5.1",
-                "1.3.6.1.2.1.1.5.0",
-                "s",
-                value,
-            ]);
-            send(tool, &args);
-        };
-    for (i, (u, port)) in V3_USERS.iter().zip(&ports).enumerate() {
+    // One v3 trap or inform as user alice: authPriv with `privacy`, authNoPriv without.
+    let v3 = |tool: &str,
+              port: u16,
+              auth: (&str, &str),
+              privacy: Option<&str>,
+              value: &str,
+              extra: &[&str]| {
         let to = format!("127.0.0.1:{port}");
-        let value = format!("trap-{i}");
+        let level = if privacy.is_some() {
+            "authPriv"
+        } else {
+            "authNoPriv"
+        };
         let mut args = vec![
-            "-v",
-            "3",
-            "-e",
-            "0x8000000001020304",
-            "-E",
-            "0x8000000001020304",
-            "-u",
-            "alice",
-            "-l",
-            "authPriv",
-            "-a",
-            u.net_snmp.0,
-            "-A",
-            "authpass123",
-            "-x",
-            u.net_snmp.1,
-            "-X",
-            "privpass123",
+            "-v", "3", "-u", "alice", "-l", level, "-a", auth.0, "-A", auth.1,
         ];
+        if let Some(x) = privacy {
+            args.extend(["-x", x, "-X", "privpass123"]);
+        }
+        args.extend(extra);
         args.extend([
-            to.as_str(),
+            &to,
             "123456",
             "1.3.6.1.6.3.1.1.5.1",
             "1.3.6.1.2.1.1.5.0",
             "s",
-            &value,
+            value,
         ]);
-        send(&trap, &args);
+        send(tool, &args);
+    };
+    let engine = ["-e", "0x8000000001020304"];
+    for (i, (u, port)) in V3_USERS.iter().zip(&ports).enumerate() {
+        let auth = (u.net_snmp.0, "authpass123");
+        let context = ["-e", "0x8000000001020304", "-E", "0x8000000001020304"];
+        v3(
+            &trap,
+            *port,
+            auth,
+            Some(u.net_snmp.1),
+            &format!("trap-{i}"),
+            &context,
+        );
         // snmpinform waits for the Response: it fails unless sluice, the authoritative engine
         // here, answered its discovery and then its inform.
-        let value = format!("inform-{i}");
-        let mut args = vec![
-            "-v",
-            "3",
-            "-u",
-            "alice",
-            "-l",
-            "authPriv",
-            "-a",
-            u.net_snmp.0,
-            "-A",
-            "authpass123",
-            "-x",
-            u.net_snmp.1,
-            "-X",
-            "privpass123",
-            "-r",
-            "0",
-            "-t",
-            "5",
-        ];
-        args.extend([
-            to.as_str(),
-            "123456",
-            "1.3.6.1.6.3.1.1.5.1",
-            "1.3.6.1.2.1.1.5.0",
-            "s",
-            &value,
-        ]);
-        send(&inform, &args);
+        let once = ["-r", "0", "-t", "5"];
+        v3(
+            &inform,
+            *port,
+            auth,
+            Some(u.net_snmp.1),
+            &format!("inform-{i}"),
+            &once,
+        );
     }
     // Refused, each counted on the first input (MD5/DES): a wrong auth passphrase, a trap below
     // the input's security_level, another user; a v2c trap still comes in.
@@ -433,17 +402,17 @@ fn v3_traps_and_informs_under_every_protocol() {
         &trap,
         first,
         ("MD5", "wrongpass123"),
-        "authPriv",
+        Some("AES"),
         "wrong",
-        &["-e", "0x8000000001020304"],
+        &engine,
     );
     v3(
         &trap,
         first,
         ("MD5", "authpass123"),
-        "authNoPriv",
+        None,
         "too-low",
-        &["-e", "0x8000000001020304"],
+        &engine,
     );
     send(
         &trap,

@@ -50,6 +50,13 @@ fn tap(port: u16, args: &[&str]) -> Output {
     }
 }
 
+/// `GET /_node/tap?query` sent by hand, the connection left to the test to read (or not).
+fn raw_tap(port: u16, query: &str) -> std::net::TcpStream {
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(conn, "GET /_node/tap?{query} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    conn
+}
+
 fn lines(o: &Output) -> Vec<Value> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout)
@@ -254,12 +261,7 @@ fn a_reload_ends_the_tap() {
 fn a_quiet_tap_sends_heartbeats_and_a_silent_server_is_given_up_on() {
     let s = start("tap-heartbeat", "");
     // No event matches: after 15 s the stream still says it is alive.
-    let mut conn = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    write!(
-        conn,
-        "GET /_node/tap?plugin=main/tagger&when=%5Bnowhere%5D HTTP/1.1\r\nHost: x\r\n\r\n"
-    )
-    .unwrap();
+    let conn = raw_tap(s.port, "plugin=main/tagger&when=%5Bnowhere%5D");
     conn.set_read_timeout(Some(Duration::from_secs(25)))
         .unwrap();
     let mut reader = BufReader::new(conn);
@@ -302,12 +304,7 @@ fn a_quiet_tap_sends_heartbeats_and_a_silent_server_is_given_up_on() {
 #[test]
 fn a_client_that_stops_reading_is_dropped_for_while_the_pipeline_goes_on() {
     let s = start("tap-stalled", "");
-    let mut conn = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    write!(
-        conn,
-        "GET /_node/tap?plugin=main/*&rate=1000000 HTTP/1.1\r\nHost: x\r\n\r\n"
-    )
-    .unwrap();
+    let conn = raw_tap(s.port, "plugin=main/*&rate=1000000");
     // Not reading: the pipeline keeps its pace.
     let out = |s: &Sluice| {
         s.json("/_node/stats/events")["events"]["out"]

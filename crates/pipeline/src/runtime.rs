@@ -260,9 +260,8 @@ pub fn start(
             std::thread::Builder::new()
                 .name(format!("[{}]>lane{n}:{}", settings.id, lane.output_id))
                 .spawn(move || {
-                    let out = &shared.outputs[lane.output];
                     lane.run_sender(n, &|events: &[&Event]| {
-                        match write_with_retry(&shared, out, events) {
+                        match write_with_retry(&shared, lane.output, events) {
                             Written::Yes | Written::Rejected => Sent::Done,
                             Written::GaveUp => {
                                 if !shared.interrupted.load(Ordering::Relaxed) {
@@ -574,7 +573,7 @@ fn write_output(
     );
     let mut written = Written::Yes;
     for part in list.chunks(chunk.max(1)) {
-        match write_with_retry(shared, &shared.outputs[k], part) {
+        match write_with_retry(shared, k, part) {
             Written::GaveUp => {
                 written = Written::GaveUp;
                 break;
@@ -677,7 +676,8 @@ enum Written {
 
 /// Writes a batch, retrying with back-off while the output says it may succeed later, until
 /// a stop signal. Repeated failures are logged once, then a count a minute.
-fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Written {
+fn write_with_retry(shared: &Shared, k: usize, events: &[&Event]) -> Written {
+    let out = &shared.outputs[k];
     let mut backoff = Duration::from_millis(50);
     let mut log: Option<sluice_queue::repeated::Repeated> = None;
     let mut ctx = WriteContext::new(&shared.interrupted);
@@ -685,9 +685,7 @@ fn write_with_retry(shared: &Shared, out: &BuiltOutput, events: &[&Event]) -> Wr
         ctx = ctx.with_dead_letter_queue(dlq, &out.name, &out.id);
     }
     if let Some(labels) = &shared.output_lineage {
-        if let Some(k) = shared.outputs.iter().position(|o| std::ptr::eq(o, out)) {
-            ctx = ctx.with_lineage(&labels[k]);
-        }
+        ctx = ctx.with_lineage(&labels[k]);
     }
     loop {
         let e = match out.output.write(events, &ctx) {

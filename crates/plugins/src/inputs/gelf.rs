@@ -81,12 +81,7 @@ impl Input for GelfInput {
             None => None,
             Some(port) => {
                 let addr = net::address(&self.host, port);
-                let s = UdpSocket::bind(&addr)
-                    .map_err(|e| format!("gelf input: cannot listen on {addr} (udp): {e}"))?;
-                s.set_nonblocking(true)
-                    .map_err(|e| format!("gelf input: {e}"))?;
-                tracing::info!(address = %addr, "gelf input listening (udp)");
-                Some(s)
+                Some(super::udp::listen("gelf", &addr)?)
             }
         };
         std::thread::scope(|scope| {
@@ -140,23 +135,11 @@ fn read_udp(socket: UdpSocket, shared: &Shared, ctx: &InputContext) {
             continue;
         }
         let mut dropped = 0;
-        for _ in 0..BATCH {
-            let (n, from) = match socket.recv_from(&mut buf) {
-                Ok(r) => r,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::warn!("gelf input: reading failed: {e}");
-                    break;
-                }
-            };
-            let message = match chunks.add(from, &buf[..n], now, &mut dropped) {
+        super::udp::drain(&socket, &mut buf, BATCH, "gelf", |data, from| {
+            let message = match chunks.add(from, data, now, &mut dropped) {
                 Datagram::Message(m) => m,
-                Datagram::Pending => continue,
-                Datagram::Invalid(why) => {
-                    invalid(shared, from, &why);
-                    continue;
-                }
+                Datagram::Pending => return,
+                Datagram::Invalid(why) => return invalid(shared, from, &why),
             };
             match decompress(&message) {
                 Ok(json) => {
@@ -166,7 +149,7 @@ fn read_udp(socket: UdpSocket, shared: &Shared, ctx: &InputContext) {
                 }
                 Err(why) => invalid(shared, from, &why),
             }
-        }
+        });
         if dropped > 0 {
             shared.counters.add("incomplete_messages", dropped);
             tracing::warn!(

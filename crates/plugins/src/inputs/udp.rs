@@ -86,15 +86,10 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
 impl Input for UdpInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
         let addr = crate::net::address(&self.host, self.port);
-        let socket = UdpSocket::bind(&addr)
-            .map_err(|e| format!("udp input: cannot listen on {addr}: {e}"))?;
-        socket
-            .set_nonblocking(true)
-            .map_err(|e| format!("udp input: {e}"))?;
+        let socket = listen("udp", &addr)?;
         if let Some(size) = self.receive_buffer_bytes {
             set_receive_buffer(&socket, size);
         }
-        tracing::info!(address = %addr, "udp input listening");
         let inode = socket_inode(&socket);
         std::thread::scope(|scope| {
             for w in 0..self.workers {
@@ -143,32 +138,20 @@ impl UdpInput {
             if !wait_readable(&socket, 200) {
                 continue;
             }
-            let mut taken = 0;
-            while taken < self.batch {
-                match socket.recv_from(&mut buf) {
-                    Ok((n, from)) => {
-                        taken += 1;
-                        if n == 0 {
-                            continue;
-                        }
-                        let first = events.len();
-                        codec.decode(&buf[..n], &mut events);
-                        codec.flush(&mut events);
-                        let ip = Value::String(from.ip().to_string().into());
-                        for e in &mut events[first..] {
-                            if e.get(&self.source).is_none() {
-                                e.set(&self.source, ip.clone());
-                            }
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        tracing::warn!("udp input: reading failed: {e}");
-                        break;
+            drain(&socket, &mut buf, self.batch, "udp", |data, from| {
+                if data.is_empty() {
+                    return;
+                }
+                let first = events.len();
+                codec.decode(data, &mut events);
+                codec.flush(&mut events);
+                let ip = Value::String(from.ip().to_string().into());
+                for e in &mut events[first..] {
+                    if e.get(&self.source).is_none() {
+                        e.set(&self.source, ip.clone());
                     }
                 }
-            }
+            });
             if !events.is_empty() && ctx.push(std::mem::take(&mut events)).is_err() {
                 return;
             }
@@ -177,6 +160,45 @@ impl UdpInput {
 }
 
 /// Waits up to `ms` for a datagram.
+/// A non-blocking UDP socket bound to `addr` for `input` (its address logged), for a read
+/// loop of [`wait_readable`] and [`drain`].
+pub(crate) fn listen(input: &str, addr: &str) -> Result<UdpSocket, String> {
+    let socket = UdpSocket::bind(addr)
+        .map_err(|e| format!("{input} input: cannot listen on {addr} (udp): {e}"))?;
+    socket
+        .set_nonblocking(true)
+        .map_err(|e| format!("{input} input: {e}"))?;
+    tracing::info!(address = %addr, "{input} input listening (udp)");
+    Ok(socket)
+}
+
+/// Reads the datagrams waiting on a non-blocking socket, at most `max`, handing each (its
+/// bytes and sender) to `each`. A read error other than "nothing more" is logged for `input`
+/// and ends the round.
+pub(crate) fn drain(
+    socket: &UdpSocket,
+    buf: &mut [u8],
+    max: usize,
+    input: &str,
+    mut each: impl FnMut(&[u8], std::net::SocketAddr),
+) {
+    let mut taken = 0;
+    while taken < max {
+        match socket.recv_from(buf) {
+            Ok((n, from)) => {
+                taken += 1;
+                each(&buf[..n], from);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!("{input} input: reading failed: {e}");
+                return;
+            }
+        }
+    }
+}
+
 pub(crate) fn wait_readable(socket: &UdpSocket, ms: i32) -> bool {
     let mut fd = libc::pollfd {
         fd: socket.as_raw_fd(),

@@ -22,7 +22,7 @@ pub mod ber;
 pub mod mib;
 pub mod usm;
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use sluice_event::{Event, FieldRef, Key, Map, Value};
@@ -247,12 +247,7 @@ fn load_mibs(opts: &Options, mib: &mut Mib, path: &std::path::Path) -> Result<()
 impl Input for SnmptrapInput {
     fn run(&mut self, ctx: &InputContext) -> Result<(), String> {
         let addr = crate::net::address(&self.host, self.port);
-        let socket = UdpSocket::bind(&addr)
-            .map_err(|e| format!("snmptrap input: cannot listen on {addr}: {e}"))?;
-        socket
-            .set_nonblocking(true)
-            .map_err(|e| format!("snmptrap input: {e}"))?;
-        tracing::info!(address = %addr, "snmptrap input listening");
+        let socket = super::udp::listen("snmptrap", &addr)?;
         let mut buf = vec![0u8; 65536];
         let mut events = Vec::new();
         // Reports (SNMPv3 discovery and refusals) are sent at once, informs' Responses once
@@ -263,30 +258,21 @@ impl Input for SnmptrapInput {
             if !super::udp::wait_readable(&socket, 200) {
                 continue;
             }
-            for _ in 0..1000 {
-                let (n, from) = match socket.recv_from(&mut buf) {
-                    Ok(r) => r,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        tracing::warn!("snmptrap input: reading failed: {e}");
-                        break;
-                    }
-                };
-                let (m, ack) = match self.receive(&buf[..n], from, &mut reports) {
+            super::udp::drain(&socket, &mut buf, 1000, "snmptrap", |data, from| {
+                let (m, ack) = match self.receive(data, from, &mut reports) {
                     Ok(Some(r)) => r,
-                    Ok(None) => continue,
+                    Ok(None) => return,
                     Err(why) => {
                         self.counters.add("invalid_messages", 1);
                         tracing::warn!(sender = %from, "snmptrap input: a datagram skipped: {why}");
-                        continue;
+                        return;
                     }
                 };
                 if let Some(ack) = ack {
                     acks.push((ack, from));
                 }
                 events.push(self.event(&m, from));
-            }
+            });
             for (r, to) in reports.drain(..) {
                 if let Err(e) = socket.send_to(&r, to) {
                     tracing::warn!("snmptrap input: sending a report to {to}: {e}");
