@@ -49,7 +49,12 @@ fn main() {
         ("flat5", r#"{"a":"1","b":"22","c":"333","d":"4444","e":"55555"}"#.to_owned()),
         ("empty", r#"{}"#.to_owned()),
     ];
+    // CASE=name: only that case (for a profiler).
+    let only = std::env::var("CASE").ok();
     for (name, text) in cases {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         let event = event_from_json(&text);
         let mut buf = Vec::new();
         binary::encode(&event, &mut buf);
@@ -74,7 +79,9 @@ fn main() {
             // One decoder per batch, as the queue's reader has.
             let mut decoder = binary::Decoder::new();
             for _ in 0..125 {
-                events.push(decoder.decode(black_box(&buf)).expect("decodes"));
+                decoder
+                    .decode_into(black_box(&buf), &mut events)
+                    .expect("decodes");
             }
             let decoded = Instant::now();
             events.clear();

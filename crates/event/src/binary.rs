@@ -402,11 +402,20 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
 ///
 /// (Building a short key writes its bytes into a zeroed buffer on the stack and then loads
 /// that buffer back whole, which the processor cannot forward from its store buffer; copying
-/// a key made long ago loads settled memory. `binary_bench`'s decode row measures it.)
+/// a key made long ago loads settled memory. `binary_bench`'s decode row measures it.) Each
+/// kept key has its length and its first 16 bytes beside it, so that matching a name of up
+/// to 16 bytes compares two integers and reads neither the key nor its name.
 #[derive(Debug, Default)]
 pub struct Decoder {
     /// The keys of the last record, in the order they were read (nested maps' included).
-    keys: Vec<Key>,
+    keys: Vec<KeptKey>,
+}
+
+#[derive(Debug)]
+struct KeptKey {
+    prefix: u128,
+    len: usize,
+    key: Key,
 }
 
 /// The most keys a [`Decoder`] keeps from one record.
@@ -419,16 +428,40 @@ impl Decoder {
 
     /// Decodes one record, as [`decode`] does.
     pub fn decode(&mut self, bytes: &[u8]) -> Result<Event, DecodeError> {
-        let mut r = Reader {
+        let mut r = self.reader(bytes);
+        match r.event() {
+            Ok(event) => Ok(event),
+            Err(Failed) => Err(r.error.take().expect("a failure records its error")),
+        }
+    }
+
+    /// Decodes one record onto the end of `events`, as [`Decoder::decode`] does; on an error
+    /// `events` is as it was. The event is built where it stays: returning it moved it
+    /// through the caller's stack, reloading bytes just stored (as in [`Reader::map`]).
+    pub fn decode_into(
+        &mut self,
+        bytes: &[u8],
+        events: &mut Vec<Event>,
+    ) -> Result<(), DecodeError> {
+        events.push(Event::from_parts(Map::new(), Map::new()));
+        let event = events.last_mut().expect("just pushed");
+        let mut r = self.reader(bytes);
+        match r.event_into(event) {
+            Ok(()) => Ok(()),
+            Err(Failed) => {
+                events.pop();
+                Err(r.error.take().expect("a failure records its error"))
+            }
+        }
+    }
+
+    fn reader<'a, 'k>(&'k mut self, bytes: &'a [u8]) -> Reader<'a, 'k> {
+        Reader {
             buf: bytes,
             pos: 0,
             error: None,
             keys: &mut self.keys,
             next_key: 0,
-        };
-        match r.event() {
-            Ok(event) => Ok(event),
-            Err(Failed) => Err(r.error.take().expect("a failure records its error")),
         }
     }
 }
@@ -442,25 +475,33 @@ struct Reader<'a, 'k> {
     pos: usize,
     error: Option<DecodeError>,
     /// The [`Decoder`]'s keys of the last record, and the place of the next key in this one.
-    keys: &'k mut Vec<Key>,
+    keys: &'k mut Vec<KeptKey>,
     next_key: usize,
 }
 
 impl<'a> Reader<'a, '_> {
     fn event(&mut self) -> Result<Event, Failed> {
+        let mut event = Event::from_parts(Map::new(), Map::new());
+        self.event_into(&mut event)?;
+        Ok(event)
+    }
+
+    /// Fills `event`, whose maps are empty.
+    fn event_into(&mut self, event: &mut Event) -> Result<(), Failed> {
         let version = self.byte("format version")?;
         if version != FORMAT_VERSION {
             return Err(self.fail(DecodeError::UnknownVersion { found: version }));
         }
-        let fields = self.map(0)?;
-        let metadata = self.map(0)?;
+        let (fields, metadata) = event.maps_mut();
+        self.map_into(0, fields)?;
+        self.map_into(0, metadata)?;
         if self.pos != self.buf.len() {
             return Err(self.fail(DecodeError::TrailingBytes {
                 offset: self.pos,
                 count: self.buf.len() - self.pos,
             }));
         }
-        Ok(Event::from_parts(fields, metadata))
+        Ok(())
     }
 
     #[cold]
@@ -569,7 +610,8 @@ impl<'a> Reader<'a, '_> {
         })
     }
 
-    /// A map whose entries are values at `depth + 1` if they are containers.
+    /// A map whose entries are values at `depth + 1` if they are containers, into `dst`
+    /// (empty).
     ///
     /// The entries are made empty first and then filled in place (the key replaced whole, the
     /// value written into its slot): building each entry on the stack and moving it in
@@ -578,43 +620,67 @@ impl<'a> Reader<'a, '_> {
     /// of the decoding. A key is built whole (`Key::from`) rather than appended to the empty
     /// one: 24 bytes written at once, where appending went through the string's length and
     /// capacity checks (`binary_bench`: 165 → 141 ns for five short fields).
-    fn map(&mut self, depth: usize) -> Result<Map, Failed> {
+    fn map_into(&mut self, depth: usize, dst: &mut Map) -> Result<(), Failed> {
         // Every entry takes at least two bytes, so `count` (checked against the remaining
         // bytes) bounds the allocation by the input's size.
         let count = self.length("map count")?;
         let mut entries: Vec<(Key, Value)> = Vec::with_capacity(count);
         entries.resize_with(count, Default::default);
-        let mut previous: &[u8] = &[];
+        let mut previous: (&[u8], u128) = (&[], 0);
         for (i, (k, v)) in entries.iter_mut().enumerate() {
             let key_offset = self.pos;
             let key = self.str("key length", "key")?;
-            self.set_key(k, key);
+            let p = crate::key::prefix(key.as_bytes());
+            self.set_key(k, key, p);
             self.value_into(depth, v)?;
             // Keys ascend in byte order, which is `Key`'s order too.
-            if i > 0 && !follows(previous, key.as_bytes()) {
+            if i > 0 && !follows(previous, (key.as_bytes(), p)) {
                 return Err(self.fail(DecodeError::KeyOutOfOrder { offset: key_offset }));
             }
-            previous = key.as_bytes();
+            previous = (key.as_bytes(), p);
         }
-        Ok(Map::from_sorted_store_unchecked(entries))
+        // The vector rebuilt from its parts, read one word at a time: moved whole, it was
+        // loaded in 16 bytes from the 8-byte stores that had just made it (the stall above;
+        // most of an empty record's decoding).
+        let mut entries = std::mem::ManuallyDrop::new(entries);
+        let (ptr, len, cap) = (entries.as_mut_ptr(), entries.len(), entries.capacity());
+        // SAFETY: the parts of a vector that is not dropped, made into one vector again.
+        let entries = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+        *dst = Map::from_sorted_store_unchecked(entries);
+        Ok(())
     }
 
-    /// Sets the empty `k` to `key`: a copy of the key at the same place in the last record
-    /// if it is the same (see [`Decoder`]), else a new one, kept for the next record.
-    #[inline(always)]
-    fn set_key(&mut self, k: &mut Key, key: &str) {
+    /// Sets the empty `k` to `key` (whose [`crate::key::prefix`] is `p`): a copy of the key
+    /// at the same place in the last record if it is the same (see [`Decoder`]), else a new
+    /// one, kept for the next record. (Not inlined unoptimized, for the reason
+    /// [`Reader::scalar_into`] gives.)
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn set_key(&mut self, k: &mut Key, key: &str, p: u128) {
         let i = self.next_key;
         self.next_key += 1;
         match self.keys.get_mut(i) {
-            Some(last) if last.as_str() == key => k.clone_from(last),
+            // Names of up to 16 bytes are equal when their lengths and prefixes are.
+            Some(last)
+                if last.len == key.len()
+                    && last.prefix == p
+                    && (key.len() <= 16 || last.key.as_str() == key) =>
+            {
+                k.clone_from(&last.key)
+            }
             Some(last) => {
                 *k = Key::from(key);
-                last.clone_from(k);
+                last.key.clone_from(k);
+                last.prefix = p;
+                last.len = key.len();
             }
             None => {
                 *k = Key::from(key);
                 if i < CACHED_KEYS {
-                    self.keys.push(k.clone());
+                    self.keys.push(KeptKey {
+                        prefix: p,
+                        len: key.len(),
+                        key: k.clone(),
+                    });
                 }
             }
         }
@@ -626,10 +692,48 @@ impl<'a> Reader<'a, '_> {
         let offset = self.pos;
         let tag = self.byte("value tag")?;
         match tag {
+            TAG_ARRAY | TAG_OBJECT => {
+                if depth >= MAX_DEPTH {
+                    return Err(self.fail(DecodeError::TooDeep { offset }));
+                }
+                if tag == TAG_OBJECT {
+                    put(slot, Value::Object(Map::new()));
+                    let Value::Object(map) = slot else {
+                        unreachable!("just set")
+                    };
+                    self.map_into(depth + 1, map)?;
+                } else {
+                    // Every element takes at least one byte, so `count` (checked against
+                    // the remaining bytes) bounds the allocation by the input's size.
+                    let count = self.length("array count")?;
+                    // Made in its slot, then filled: a vector built on the stack and moved
+                    // in was reloaded in wider loads than it was stored with (as in `map`).
+                    put(slot, Value::Array(Vec::with_capacity(count)));
+                    let Value::Array(items) = slot else {
+                        unreachable!("just set")
+                    };
+                    items.resize_with(count, Default::default);
+                    for item in items {
+                        self.value_into(depth + 1, item)?;
+                    }
+                }
+            }
+            tag => self.scalar_into(tag, offset, slot)?,
+        }
+        Ok(())
+    }
+
+    /// A value that holds no other (`tag` read at `offset`), written into `slot` (`Null`).
+    /// Apart from [`Reader::value_into`] so that its temporaries are not in the frame of
+    /// every level of a deep record's recursion: unoptimized (the tests' builds), those
+    /// frames overflowed the stack at [`MAX_DEPTH`]; optimized, it is inlined.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn scalar_into(&mut self, tag: u8, offset: usize, slot: &mut Value) -> Result<(), Failed> {
+        match tag {
             TAG_NULL => {}
-            TAG_FALSE => *slot = Value::Bool(false),
-            TAG_TRUE => *slot = Value::Bool(true),
-            TAG_INT => *slot = Value::Int(unzigzag(self.varint("int")?)),
+            TAG_FALSE => put(slot, Value::Bool(false)),
+            TAG_TRUE => put(slot, Value::Bool(true)),
+            TAG_INT => put(slot, Value::Int(unzigzag(self.varint("int")?))),
             TAG_FLOAT => {
                 let start = self.pos;
                 let Some(bytes) = self.buf.get(start..start + 8) else {
@@ -638,7 +742,7 @@ impl<'a> Reader<'a, '_> {
                 self.pos += 8;
                 let mut bits = [0u8; 8];
                 bits.copy_from_slice(bytes);
-                *slot = Value::Float(f64::from_bits(u64::from_le_bytes(bits)));
+                put(slot, Value::Float(f64::from_bits(u64::from_le_bytes(bits))));
             }
             TAG_BIGINT => {
                 let start = self.pos;
@@ -652,52 +756,39 @@ impl<'a> Reader<'a, '_> {
                 if matches!(value, Value::Int(_)) {
                     return Err(self.fail(DecodeError::BigIntInRange { offset }));
                 }
-                *slot = value;
+                put(slot, value);
             }
             TAG_DECIMAL => {
                 let s = self.str("decimal length", "decimal")?;
                 match Value::decimal(s) {
-                    Some(Value::Decimal(d)) if d == s => *slot = Value::Decimal(d),
+                    Some(Value::Decimal(d)) if d == s => put(slot, Value::Decimal(d)),
                     _ => return Err(self.fail(DecodeError::DecimalNotCanonical { offset })),
                 }
             }
             TAG_STRING => {
                 let s = self.str("string length", "string")?;
-                *slot = Value::String(Str::default());
-                if let Value::String(dst) = slot {
-                    set_str(dst, s);
-                }
+                put(slot, Value::String(Str::from(s)));
             }
             TAG_TIMESTAMP => {
                 let millis = unzigzag(self.varint("timestamp")?);
-                *slot = Value::Timestamp(Timestamp::from_millis(millis));
-            }
-            TAG_ARRAY | TAG_OBJECT => {
-                if depth >= MAX_DEPTH {
-                    return Err(self.fail(DecodeError::TooDeep { offset }));
-                }
-                if tag == TAG_OBJECT {
-                    *slot = Value::Object(self.map(depth + 1)?);
-                } else {
-                    // Every element takes at least one byte, so `count` (checked against
-                    // the remaining bytes) bounds the allocation by the input's size.
-                    let count = self.length("array count")?;
-                    // Made in its slot, then filled: a vector built on the stack and moved
-                    // in was reloaded in wider loads than it was stored with (as in `map`).
-                    *slot = Value::Array(Vec::with_capacity(count));
-                    let Value::Array(items) = slot else {
-                        unreachable!("just set")
-                    };
-                    items.resize_with(count, Default::default);
-                    for item in items {
-                        self.value_into(depth + 1, item)?;
-                    }
-                }
+                put(slot, Value::Timestamp(Timestamp::from_millis(millis)));
             }
             tag => return Err(self.fail(DecodeError::UnknownTag { tag, offset })),
         }
         Ok(())
     }
+}
+
+/// Writes `v` into `slot`, which holds `Null`, without dropping what was there. Assigned,
+/// the value was built on the stack around the call that drops the old one and then
+/// copied in whole, reloading bytes just stored in narrower pieces (the stall [`Reader::map_into`]
+/// describes); written without the drop, it is stored straight into its slot.
+#[inline(always)]
+fn put(slot: &mut Value, v: Value) {
+    debug_assert!(matches!(slot, Value::Null));
+    // SAFETY: `slot` is a valid, aligned, exclusive place for a `Value`; not dropping what it
+    // held could only leak, and it holds a `Null`, which owns nothing.
+    unsafe { std::ptr::write(slot, v) }
 }
 
 /// Whether every byte is ASCII. `<[u8]>::is_ascii` checks the bytes after its last 64-byte
@@ -723,24 +814,25 @@ fn is_ascii(b: &[u8]) -> bool {
     }
 }
 
-/// Whether `key` comes after `previous` in byte order. Keys are short: a loop beats a call
-/// to `memcmp`.
-fn follows(previous: &[u8], key: &[u8]) -> bool {
+/// Whether `key` comes after `previous` in byte order, each with its
+/// [`crate::key::prefix`]: the prefixes settle it unless they are equal.
+#[inline(always)]
+fn follows(previous: (&[u8], u128), key: (&[u8], u128)) -> bool {
+    if previous.1 != key.1 {
+        return key.1 > previous.1;
+    }
+    let (previous, key) = (previous.0, key.0);
+    if previous.len() <= 16 && key.len() <= 16 {
+        // The same first bytes, zero-padded: the shorter is the other's start.
+        return key.len() > previous.len();
+    }
+    // Keys are short: a loop beats a call to `memcmp`.
     for (a, b) in previous.iter().zip(key) {
         if a != b {
             return b > a;
         }
     }
     key.len() > previous.len()
-}
-
-/// Sets an empty `dst` to `s`: in place when it fits inline, one exact allocation when not.
-fn set_str(dst: &mut Str, s: &str) {
-    if s.len() <= std::mem::size_of::<Str>() {
-        dst.push_str(s);
-    } else {
-        *dst = Str::from(s);
-    }
 }
 
 #[cfg(test)]

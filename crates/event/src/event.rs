@@ -147,6 +147,11 @@ impl Event {
         &mut self.fields
     }
 
+    /// The fields and the metadata, both to change (the queue's decoder fills them).
+    pub(crate) fn maps_mut(&mut self) -> (&mut Map, &mut Map) {
+        (&mut self.fields, &mut self.metadata)
+    }
+
     pub fn metadata(&self) -> &Map {
         &self.metadata
     }

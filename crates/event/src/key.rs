@@ -62,7 +62,7 @@ impl Name {
 /// copying the name into a zeroed buffer and loading that back: the processor cannot forward
 /// a load from those narrower stores, and the stall was most of a cache hit's cost.
 #[inline]
-fn prefix(bytes: &[u8]) -> u128 {
+pub(crate) fn prefix(bytes: &[u8]) -> u128 {
     let n = bytes.len();
     let be64 = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
     let be32 = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap_or_default());

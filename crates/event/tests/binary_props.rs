@@ -176,7 +176,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// One decoder for many records (it reuses the last record's keys) decodes each exactly as
-    /// a fresh one does: records of the same keys, of keys moved one place, of other keys, and
+    /// a fresh one does, returned or onto the end of a vector: records of the same keys, of keys moved one place, of other keys, and
     /// damaged ones in between.
     #[test]
     fn one_decoder_decodes_each_record_as_a_fresh_one(
@@ -200,16 +200,27 @@ proptest! {
             records.insert(place, flipped);
         }
         let mut decoder = Decoder::new();
+        // Another, decoding onto the end of one vector: what fails leaves it as it was.
+        let (mut onto, mut decoded) = (Decoder::new(), Vec::new());
         for bytes in &records {
             let fresh = decode(bytes);
             let reused = decoder.decode(bytes);
+            let before = decoded.len();
+            let into = onto.decode_into(bytes, &mut decoded);
             match (&fresh, &reused) {
                 (Ok(a), Ok(b)) => {
                     prop_assert!(same_map(a.fields(), b.fields()));
                     prop_assert!(same_map(a.metadata(), b.metadata()));
                     prop_assert_eq!(&enc(b), bytes);
+                    prop_assert!(into.is_ok());
+                    prop_assert_eq!(decoded.len(), before + 1);
+                    prop_assert_eq!(&enc(&decoded[before]), bytes);
                 }
-                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                (Err(a), Err(b)) => {
+                    prop_assert_eq!(a, b);
+                    prop_assert_eq!(into.as_ref().err(), Some(a));
+                    prop_assert_eq!(decoded.len(), before);
+                }
                 _ => prop_assert!(false, "fresh {:?}, reused {:?}", fresh, reused),
             }
         }

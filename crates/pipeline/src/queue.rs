@@ -594,18 +594,21 @@ impl EventQueue for PersistedEventQueue {
         let mut decoder = sluice_event::binary::Decoder::new();
         for (i, r) in raw.records.iter().enumerate() {
             let seq = raw.first_seq + raw.held + i as u64;
+            // Decoded onto the end of `events`, where it stays (see `Decoder::decode_into`).
             let decoded =
                 sluice_queue::compression::with_plain(&raw.data[r.clone()], |p| match p {
-                    Ok(plain) => decoder.decode(plain).map_err(|e| e.to_string()),
+                    Ok(plain) => decoder
+                        .decode_into(plain, &mut events)
+                        .map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 });
             match decoded {
-                Ok(mut e) => {
+                Ok(()) => {
+                    let e = events.last_mut().expect("decoded onto the end");
                     e.set_origin(WORKER_MADE);
                     if let Some(ids) = &self.ids {
-                        ids.stamp(&mut e, seq);
+                        ids.stamp(e, seq);
                     }
-                    events.push(e)
                 }
                 Err(err) => tracing::error!(
                     sequence = seq,
