@@ -69,7 +69,13 @@ impl Event {
     /// `Event.new(hash)`: `@timestamp` strings are parsed (unparseable ones are kept in
     /// `_@timestamp` and tagged), missing `@timestamp`/`@version` are filled in, and
     /// `@metadata` moves to the metadata side.
-    pub fn from_map(mut fields: Map) -> Event {
+    pub fn from_map(fields: Map) -> Event {
+        Event::from_map_at(fields, Timestamp::now)
+    }
+
+    /// [`Event::from_map`], with `now` giving the time a missing `@timestamp` gets: an input
+    /// that makes many events at once reads the clock once for them.
+    pub fn from_map_at(mut fields: Map, now: impl FnOnce() -> Timestamp) -> Event {
         let metadata = match fields.remove(&crate::key!(METADATA)) {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
@@ -95,7 +101,7 @@ impl Event {
             None => false,
         };
         if !stamped {
-            fields.insert(crate::key!(TIMESTAMP), Value::Timestamp(Timestamp::now()));
+            fields.insert(crate::key!(TIMESTAMP), Value::Timestamp(now()));
         }
         fields
             .entry(crate::key!(VERSION))
@@ -441,6 +447,26 @@ mod tests {
         let e = Event::from_map(m);
         assert!(e.has_tag(TIMESTAMP_PARSE_FAILURE));
         assert_eq!(e.get_field("_@timestamp"), Some(&"garbage".into()));
+    }
+
+    /// `from_map_at`: the given time where `@timestamp` is missing or unusable, and the clock
+    /// not asked where it is there.
+    #[test]
+    fn from_map_at_stamps_with_the_given_time() {
+        let then = Timestamp::from_millis(1_000);
+        let e = Event::from_map_at(Map::new(), || then);
+        assert_eq!(e.timestamp(), Some(then));
+        let mut m = Map::new();
+        m.insert(TIMESTAMP.into(), "garbage".into());
+        let e = Event::from_map_at(m, || then);
+        assert_eq!(e.timestamp(), Some(then));
+        let mut m = Map::new();
+        m.insert(TIMESTAMP.into(), "2020-01-02T03:04:05.678Z".into());
+        let e = Event::from_map_at(m, || panic!("the clock is not read"));
+        assert_eq!(
+            e.timestamp().unwrap().to_iso8601(),
+            "2020-01-02T03:04:05.678Z"
+        );
     }
 
     fn list(items: &[&str]) -> Option<Value> {

@@ -492,6 +492,19 @@ impl InputContext {
         result
     }
 
+    /// Queues a batch on behalf of the thread numbered `origin` (this thread's
+    /// [`crate::queue::thread_origin`], taken where the events were made): a network input
+    /// pushes from tokio's blocking pool what its runtime's threads parsed, and the finished
+    /// events go back to those threads to be freed ([`InputContext::free_spent`]).
+    pub fn push_for(&self, origin: u16, batch: Vec<Event>) -> Result<(), Stopped> {
+        crate::queue::push_for(origin, || self.push(batch))
+    }
+
+    /// Frees the finished events this thread made (see [`InputContext::push_for`]).
+    pub fn free_spent(&self) {
+        self.queue.free_spent(crate::queue::thread_origin());
+    }
+
     /// True once the pipeline is shutting down: finish the current batch and return.
     pub fn is_stopping(&self) -> bool {
         self.stopping.is_set()

@@ -142,8 +142,13 @@ pub async fn push(ctx: &InputContext, batch: Vec<Event>) -> Result<(), Stopped> 
     if batch.is_empty() {
         return Ok(());
     }
+    // Events go back to the thread that made them (this one) to be freed: an allocator
+    // frees another thread's memory through a slow path. This thread frees its finished
+    // ones now, before it makes more.
+    ctx.free_spent();
+    let origin = sluice_pipeline::queue::thread_origin();
     let ctx = ctx.clone();
-    tokio::task::spawn_blocking(move || ctx.push(batch))
+    tokio::task::spawn_blocking(move || ctx.push_for(origin, batch))
         .await
         .unwrap_or(Err(Stopped))
 }

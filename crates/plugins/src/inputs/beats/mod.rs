@@ -252,6 +252,10 @@ struct Window {
     received: u32,
     highest: u32,
     events: Vec<Event>,
+    /// The time its events without a `@timestamp` get: read when the window begins and at
+    /// each read from the connection, not once per event (the clock was a twentieth of the
+    /// input's time).
+    now: Timestamp,
 }
 
 /// Serves one connection until it closes, errs, idles out, or the pipeline stops.
@@ -309,6 +313,9 @@ async fn serve_connection(
         .map_err(|e| format!("reading: {e}"))?;
         if n == 0 {
             return Ok(());
+        }
+        if let Some(w) = &mut window {
+            w.now = Timestamp::now();
         }
         let mut at = 0;
         let mut frames = Vec::new();
@@ -382,6 +389,7 @@ async fn step<W: AsyncWriteExt + Unpin>(
                     received: 0,
                     highest: 0,
                     events: Vec::with_capacity(count.min(4096) as usize),
+                    now: Timestamp::now(),
                 });
             }
         }
@@ -391,7 +399,7 @@ async fn step<W: AsyncWriteExt + Unpin>(
                 Ok(Value::Object(m)) => m,
                 _ => return Err("a JSON frame does not hold a JSON object".to_owned()),
             };
-            events_from(map, ip, shared, codec, &mut w.events);
+            events_from(map, ip, shared, codec, w.now, &mut w.events);
             w.received += 1;
             w.highest = w.highest.max(seq);
         }
@@ -405,7 +413,7 @@ async fn step<W: AsyncWriteExt + Unpin>(
             for (k, v) in pairs {
                 map.insert(k.into(), Value::String(v.into()));
             }
-            events_from(map, ip, shared, codec, &mut w.events);
+            events_from(map, ip, shared, codec, w.now, &mut w.events);
             w.received += 1;
             w.highest = w.highest.max(seq);
         }
@@ -432,6 +440,7 @@ impl Window {
             received: 0,
             highest: 0,
             events: Vec::new(),
+            now: Timestamp::now(),
         }
     }
 }
@@ -479,11 +488,12 @@ fn events_from(
     ip: &Client,
     shared: &Shared,
     codec: &mut dyn Codec,
+    now: Timestamp,
     out: &mut Vec<Event>,
 ) {
     let first = out.len();
     if let Some(original) = shared.plain {
-        if let Some(e) = plain_event(map, original, shared) {
+        if let Some(e) = plain_event(map, original, shared, now) {
             out.push(e);
             return enrich(&mut out[first..], ip, shared);
         }
@@ -529,7 +539,7 @@ fn events_from(
             }
         }
         None => {
-            let mut e = Event::from_map(map);
+            let mut e = Event::from_map_at(map, || now);
             if shared.include_codec_tag {
                 e.add_tag("beats_input_raw_event");
             }
@@ -544,7 +554,7 @@ fn events_from(
 /// one: its values win, as in the merge), `@timestamp` parsed (an unrecognized one is logged
 /// and replaced by now, without a tag), the codec tag added. `None` for nothing (never: a
 /// payload always makes one event).
-fn plain_event(mut map: Map, original: bool, shared: &Shared) -> Option<Event> {
+fn plain_event(mut map: Map, original: bool, shared: &Shared, now: Timestamp) -> Option<Event> {
     let message = sluice_event::key!("message");
     // A string `message` stays where it lies; `line`, or a `message` of another type,
     // becomes the string `message`.
@@ -557,7 +567,7 @@ fn plain_event(mut map: Map, original: bool, shared: &Shared) -> Option<Event> {
         }
         None => match map.remove(&sluice_event::key!("line")) {
             None => {
-                let mut e = Event::from_map(map);
+                let mut e = Event::from_map_at(map, || now);
                 if shared.include_codec_tag {
                     e.add_tag("beats_input_raw_event");
                 }
@@ -583,7 +593,7 @@ fn plain_event(mut map: Map, original: bool, shared: &Shared) -> Option<Event> {
             tracing::warn!(value = %v.to_display_string(), "beats input: unrecognized @timestamp; the event gets the current time");
         }
     }
-    let mut e = Event::from_map(map);
+    let mut e = Event::from_map_at(map, || now);
     if original && e.get(&shared.original).is_none() {
         e.set(&shared.original, Value::String(text));
     }
@@ -700,7 +710,7 @@ mod tests {
             ip: "10.1.2.3".into(),
             tls: Vec::new(),
         };
-        events_from(map, &client, s, &mut *codec, &mut out);
+        events_from(map, &client, s, &mut *codec, Timestamp::now(), &mut out);
         out
     }
 
