@@ -71,6 +71,7 @@
 
 use crate::event::Event;
 use crate::timestamp::Timestamp;
+use crate::value::{by_parts, put};
 use crate::value::{Key, Map, Str, Value};
 
 /// The version byte this build writes, and the only one it reads.
@@ -639,14 +640,9 @@ impl<'a> Reader<'a, '_> {
             }
             previous = (key.as_bytes(), p);
         }
-        // The vector rebuilt from its parts, read one word at a time: moved whole, it was
-        // loaded in 16 bytes from the 8-byte stores that had just made it (the stall above;
-        // most of an empty record's decoding).
-        let mut entries = std::mem::ManuallyDrop::new(entries);
-        let (ptr, len, cap) = (entries.as_mut_ptr(), entries.len(), entries.capacity());
-        // SAFETY: the parts of a vector that is not dropped, made into one vector again.
-        let entries = unsafe { Vec::from_raw_parts(ptr, len, cap) };
-        *dst = Map::from_sorted_store_unchecked(entries);
+        // Passed on by its parts (see `by_parts`): moved whole, this was most of an empty
+        // record's decoding.
+        *dst = Map::from_sorted_store_unchecked(by_parts(entries));
         Ok(())
     }
 
@@ -777,18 +773,6 @@ impl<'a> Reader<'a, '_> {
         }
         Ok(())
     }
-}
-
-/// Writes `v` into `slot`, which holds `Null`, without dropping what was there. Assigned,
-/// the value was built on the stack around the call that drops the old one and then
-/// copied in whole, reloading bytes just stored in narrower pieces (the stall [`Reader::map_into`]
-/// describes); written without the drop, it is stored straight into its slot.
-#[inline(always)]
-fn put(slot: &mut Value, v: Value) {
-    debug_assert!(matches!(slot, Value::Null));
-    // SAFETY: `slot` is a valid, aligned, exclusive place for a `Value`; not dropping what it
-    // held could only leak, and it holds a `Null`, which owns nothing.
-    unsafe { std::ptr::write(slot, v) }
 }
 
 /// Whether every byte is ASCII. `<[u8]>::is_ascii` checks the bytes after its last 64-byte

@@ -40,6 +40,50 @@ pub enum Value {
     Object(Map),
 }
 
+/// Writes `v` into `slot`, which holds `Null`, without dropping what was there: the
+/// decoders' way of filling the places they made. Assigned, a value was built on the stack
+/// around the call that drops the old one and then copied in whole, reloading bytes just
+/// stored in narrower pieces, which the processor cannot forward from its store buffer (a
+/// stall that cost more than the decoding around it); written without the drop, it is
+/// stored straight into its slot.
+#[inline(always)]
+pub(crate) fn put(slot: &mut Value, v: Value) {
+    debug_assert!(matches!(slot, Value::Null));
+    // SAFETY: `slot` is a valid, aligned, exclusive place for a `Value`; not dropping what it
+    // held could only leak, and it holds a `Null`, which owns nothing.
+    unsafe { std::ptr::write(slot, v) }
+}
+
+/// `v` again, taken apart and put back together so that it is passed on one word at a
+/// time: a vector filled in a loop lives on the stack, and moving it whole loaded its
+/// pointer, length and capacity in 16-byte pieces from the 8-byte stores that had just made
+/// them (the stall [`put`] describes).
+#[inline(always)]
+pub(crate) fn by_parts<T>(v: Vec<T>) -> Vec<T> {
+    let mut v = std::mem::ManuallyDrop::new(v);
+    let (ptr, len, cap) = (v.as_mut_ptr(), v.len(), v.capacity());
+    // SAFETY: the parts of a vector that is never dropped, made into one vector again.
+    unsafe { Vec::from_raw_parts(ptr, len, cap) }
+}
+
+/// Appends `(key, Null)` to `entries` and returns the place of its value, for a decoder to
+/// fill: the two halves are written where they stay, where a pair built on the stack and
+/// pushed was reloaded in wider pieces than it was stored in (the stall [`put`] describes).
+#[inline(always)]
+pub(crate) fn push_entry(entries: &mut Vec<(Key, Value)>, key: Key) -> &mut Value {
+    entries.reserve(1);
+    let len = entries.len();
+    // SAFETY: `reserve` made room for one more entry past `len`; both halves are written
+    // before the length covers them, and the place returned borrows `entries`.
+    unsafe {
+        let entry = entries.as_mut_ptr().add(len);
+        std::ptr::addr_of_mut!((*entry).0).write(key);
+        std::ptr::addr_of_mut!((*entry).1).write(Value::Null);
+        entries.set_len(len + 1);
+        &mut (*entry).1
+    }
+}
+
 /// An integer that does not fit in an `i64` but does in an `i128` (38 digits). Two words
 /// rather than an `i128` so that a [`Value`] keeps 8-byte alignment and its size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
