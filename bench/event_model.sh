@@ -7,12 +7,13 @@
 #   - generator → null, memory queue, 2 workers: events/s;
 #   - the CPU a persisted queue adds per event, on tmpfs (/dev/shm): the same pipeline with
 #     queue.type persisted minus memory, user + system µs per event, for the generator's
-#     event and for the Apache pipeline;
+#     event and for the Apache pipeline (over PQ_LINES lines, default 1,000,000: each run's
+#     start-up CPU, GeoIP and grok's patterns, moves a shorter run's figure by ±0.3 µs);
 #   - beats (uncompressed): Elastic's go-lumber client, 4 connections, window 2048, ~200-byte
 #     events into `output { null {} }`, from the client's start until /_node/stats says every
 #     event left; and sluice's CPU per event over that run (/proc, user + system), which the
 #     client's share of the two cores does not blur.
-# Usage: BASE=/path/to/old/sluice bench/event_model.sh [LINES] (ROUNDS=N, default 5;
+# Usage: BASE=/path/to/old/sluice bench/event_model.sh [LINES] (ROUNDS=N, default 5; PQ_LINES;
 # CASES=apache,generator,persisted,beats, default all; NEW=path for another build than
 # target/release/sluice)
 set -euo pipefail
@@ -25,6 +26,8 @@ want() { [[ "$CASES" == *",$1,"* ]]; }
 [ -x "${BASE:-}" ] || { echo "bench/event_model.sh: set BASE to the baseline's sluice binary" >&2; exit 1; }
 DIR=$PWD/target/bench-event-model
 apache_lines "$N" "$DIR"
+PQ_N=${PQ_LINES:-1000000}
+if want persisted; then apache_lines "$PQ_N" "$DIR/pq"; fi
 NEW=${NEW:-$PWD/target/release/sluice}
 tmpfs_dir event-model
 SHM=${TMPFS_DIR:-$DIR/shm}
@@ -61,8 +64,8 @@ one() {
         rm -rf "$SHM/data"; read -r _ m <<<"$(rate_and_cpu "$GEN_N" "$bin" --log.level error --path.settings "$DIR/memory" -w 2 -e "$GEN")"
         rm -rf "$SHM/data"; read -r _ p <<<"$(rate_and_cpu "$GEN_N" "$bin" --log.level error --path.settings "$DIR/persisted" -w 2 -e "$GEN")"
       else
-        rm -rf "$SHM/data"; read -r _ m <<<"$(rate_and_cpu "$N" "$bin" --log.level error --path.settings "$DIR/memory-legacy" -w 2 -e "$APACHE_SEED" < "$DIR/in.log")"
-        rm -rf "$SHM/data"; read -r _ p <<<"$(rate_and_cpu "$N" "$bin" --log.level error --path.settings "$DIR/persisted-legacy" -w 2 -e "$APACHE_SEED" < "$DIR/in.log")"
+        rm -rf "$SHM/data"; read -r _ m <<<"$(rate_and_cpu "$PQ_N" "$bin" --log.level error --path.settings "$DIR/memory-legacy" -w 2 -e "$APACHE_SEED" < "$DIR/pq/in.log")"
+        rm -rf "$SHM/data"; read -r _ p <<<"$(rate_and_cpu "$PQ_N" "$bin" --log.level error --path.settings "$DIR/persisted-legacy" -w 2 -e "$APACHE_SEED" < "$DIR/pq/in.log")"
       fi
       add "$l.pq-$c" "$(awk -v a="$p" -v b="$m" 'BEGIN { printf "%.3f", a - b }')"
     done
@@ -98,7 +101,7 @@ beats_rate() {
   awk -v n=$n -v s="$s" -v e="$e" -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f %.3f", n / (e - s), t / hz * 1e6 / n }'
 }
 
-machine "$N Apache lines, $GEN_N generator events, $ROUNDS rounds alternated; base $BASE"
+machine "$N Apache lines ($PQ_N for the persisted queue's), $GEN_N generator events, $ROUNDS rounds alternated; base $BASE"
 for _ in $(seq "$ROUNDS"); do
   one "$BASE" base
   one "$NEW" new
