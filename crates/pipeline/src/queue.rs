@@ -211,10 +211,16 @@ thread_local! {
 /// pushes them from tokio's blocking pool, and the events should go back to where they were
 /// made. That thread frees them with [`EventQueue::free_spent`]; the push does not.
 pub fn push_for<R>(origin: u16, push: impl FnOnce() -> R) -> R {
-    let before = PUSHING_FOR.with(|p| p.replace(Some(origin)));
-    let result = push();
-    PUSHING_FOR.with(|p| p.set(before));
-    result
+    /// Puts back what was there, even if `push` panics: a blocking-pool thread outlives a
+    /// panicking task, and its later pushes must be its own again.
+    struct Restore(Option<u16>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PUSHING_FOR.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(PUSHING_FOR.with(|p| p.replace(Some(origin))));
+    push()
 }
 
 /// The number a push marks its events with, and whether this thread frees its own finished
@@ -801,6 +807,11 @@ mod tests {
         // The maker frees them.
         q.free_spent(maker);
         assert_eq!(spent(), 0);
+        // A push that panics still leaves the thread pushing for itself afterwards.
+        let caught =
+            std::panic::catch_unwind(|| push_for(maker.wrapping_add(1), || panic!("in a push")));
+        assert!(caught.is_err());
+        assert_eq!(push_origin(), (thread_origin(), true));
         // Outside `push_for`, a push marks its events with the pushing thread.
         q.push(vec![Event::new()]).unwrap();
         let batch = q.read_batch(2, Duration::ZERO).unwrap();
