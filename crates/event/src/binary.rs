@@ -71,8 +71,7 @@
 
 use crate::event::Event;
 use crate::timestamp::Timestamp;
-use crate::value::{by_parts, put};
-use crate::value::{Key, Map, Str, Value};
+use crate::value::{by_parts, put, Key, Map, Str, Value};
 
 /// The version byte this build writes, and the only one it reads.
 pub const FORMAT_VERSION: u8 = 1;
@@ -438,7 +437,7 @@ impl Decoder {
 
     /// Decodes one record onto the end of `events`, as [`Decoder::decode`] does; on an error
     /// `events` is as it was. The event is built where it stays: returning it moved it
-    /// through the caller's stack, reloading bytes just stored (as in [`Reader::map`]).
+    /// through the caller's stack, reloading bytes just stored (as in [`Reader::map_into`]).
     pub fn decode_into(
         &mut self,
         bytes: &[u8],
@@ -654,31 +653,26 @@ impl<'a> Reader<'a, '_> {
     fn set_key(&mut self, k: &mut Key, key: &str, p: u128) {
         let i = self.next_key;
         self.next_key += 1;
-        match self.keys.get_mut(i) {
-            // Names of up to 16 bytes are equal when their lengths and prefixes are.
-            Some(last)
-                if last.len == key.len()
-                    && last.prefix == p
-                    && (key.len() <= 16 || last.key.as_str() == key) =>
+        let last = self.keys.get_mut(i);
+        // Names of up to 16 bytes are equal when their lengths and prefixes are.
+        if let Some(last) = &last {
+            if last.len == key.len()
+                && last.prefix == p
+                && (key.len() <= 16 || last.key.as_str() == key)
             {
-                k.clone_from(&last.key)
+                return k.clone_from(&last.key);
             }
-            Some(last) => {
-                *k = Key::from(key);
-                last.key.clone_from(k);
-                last.prefix = p;
-                last.len = key.len();
-            }
-            None => {
-                *k = Key::from(key);
-                if i < CACHED_KEYS {
-                    self.keys.push(KeptKey {
-                        prefix: p,
-                        len: key.len(),
-                        key: k.clone(),
-                    });
-                }
-            }
+        }
+        *k = Key::from(key);
+        let kept = KeptKey {
+            prefix: p,
+            len: key.len(),
+            key: k.clone(),
+        };
+        match last {
+            Some(last) => *last = kept,
+            None if i < CACHED_KEYS => self.keys.push(kept),
+            None => {}
         }
     }
 
@@ -703,7 +697,7 @@ impl<'a> Reader<'a, '_> {
                     // the remaining bytes) bounds the allocation by the input's size.
                     let count = self.length("array count")?;
                     // Made in its slot, then filled: a vector built on the stack and moved
-                    // in was reloaded in wider loads than it was stored with (as in `map`).
+                    // in was reloaded in wider loads than it was stored with (as in `map_into`).
                     put(slot, Value::Array(Vec::with_capacity(count)));
                     let Value::Array(items) = slot else {
                         unreachable!("just set")

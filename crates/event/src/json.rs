@@ -60,10 +60,11 @@ impl<'de> Deserialize<'de> for Value {
 }
 
 /// Deserializes a value into its place (which holds `Null`; written with [`put`]), the way
-/// the queue's decoder fills its maps: an object's entries are pushed empty and each value is written where it
-/// stays. Returning each value and moving it into its map reloaded freshly stored bytes in
-/// wider loads than they were written with, which the processor cannot forward from its store
-/// buffer (json_bench: the beats event 645 -> 497 ns, a filebeat event 2,470 -> 1,850 ns).
+/// the queue's decoder fills its maps: an object's entries are pushed empty and each value is
+/// written where it stays. Returning each value and moving it into its map reloaded freshly
+/// stored bytes in wider loads than they were written with, which the processor cannot
+/// forward from its store buffer (json_bench: the beats event 645 -> 497 ns, a filebeat
+/// event 2,470 -> 1,850 ns).
 struct Slot<'v>(&'v mut Value);
 
 impl<'de> DeserializeSeed<'de> for Slot<'_> {

@@ -176,8 +176,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// One decoder for many records (it reuses the last record's keys) decodes each exactly as
-    /// a fresh one does, returned or onto the end of a vector: records of the same keys, of keys moved one place, of other keys, and
-    /// damaged ones in between.
+    /// a fresh one does, returned or onto the end of a vector: records of the same keys, of
+    /// keys moved one place, of other keys, and damaged ones in between.
     #[test]
     fn one_decoder_decodes_each_record_as_a_fresh_one(
         events in vec(event(), 1..6),

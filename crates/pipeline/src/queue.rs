@@ -355,7 +355,7 @@ impl EventQueue for MemoryEventQueue {
         let result = self.queue.push(events).map_err(|_| Stopped);
         // This thread's finished events are freed here, outside any lock.
         if frees {
-            drop(self.spent.take(origin));
+            self.free_spent(origin);
         }
         result
     }
@@ -579,7 +579,7 @@ impl EventQueue for PersistedEventQueue {
         drop(unheld);
         // This thread's finished events are freed here, outside any lock.
         if frees {
-            drop(self.spent.take(origin));
+            self.free_spent(origin);
         }
         match pushed {
             Ok(()) => Ok(()),
@@ -782,7 +782,6 @@ mod tests {
             .unwrap()
             .unwrap();
         };
-        let spent = || q.spent.events.load(Ordering::Relaxed);
         // Larger than the queue's capacity: a window comes back whole.
         let window = 300;
         let reader = {
@@ -800,13 +799,13 @@ mod tests {
         };
         push_elsewhere(window);
         reader.join().unwrap();
-        assert_eq!(spent(), window);
+        assert_eq!(held(&q), window);
         // Another push for the maker frees nothing of its.
         push_elsewhere(1);
-        assert_eq!(spent(), window);
+        assert_eq!(held(&q), window);
         // The maker frees them.
         q.free_spent(maker);
-        assert_eq!(spent(), 0);
+        assert_eq!(held(&q), 0);
         // A push that panics still leaves the thread pushing for itself afterwards.
         let caught =
             std::panic::catch_unwind(|| push_for(maker.wrapping_add(1), || panic!("in a push")));
