@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use api_support::{key_paths, shared_dir, temp_dir, Sluice};
+use api_support::{key_paths, shared_dir, temp_dir, write_keystore, Sluice};
 use serde_json::Value;
 
 /// Key paths of Logstash's documents that sluice leaves out, each with its reason. A path is
@@ -634,9 +634,7 @@ fn tls_from_a_pem_keystore() {
         String::from_utf8_lossy(&gen.stderr)
     );
     let bundle = dir.join("keystore.pem");
-    let mut pem = std::fs::read(&cert).unwrap();
-    pem.extend(std::fs::read(&key).unwrap());
-    std::fs::write(&bundle, pem).unwrap();
+    write_keystore(&bundle, &cert, &key);
     let sluice = Sluice::start(
         &dir,
         &format!(

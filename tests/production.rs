@@ -413,12 +413,7 @@ fn the_apis_certificate_follows_its_keystore_file() {
         return;
     };
     let keystore = dir.join("keystore.pem");
-    let bundle = |cert: &std::path::Path, key: &std::path::Path| {
-        let mut pem = std::fs::read(cert).unwrap();
-        pem.extend(std::fs::read(key).unwrap());
-        pem
-    };
-    std::fs::write(&keystore, bundle(&certs.server_cert, &certs.server_key)).unwrap();
+    api_support::write_keystore(&keystore, &certs.server_cert, &certs.server_key);
     let sluice = api_support::Sluice::start(
         &dir,
         &format!(
@@ -431,7 +426,7 @@ fn the_apis_certificate_follows_its_keystore_file() {
     assert!(served_subject(sluice.port).ends_with("CN=server"));
     // Written whole elsewhere and renamed over, as a rotation tool does.
     let next = dir.join("keystore.pem.new");
-    std::fs::write(&next, bundle(&certs.client_cert, &certs.client_key)).unwrap();
+    api_support::write_keystore(&next, &certs.client_cert, &certs.client_key);
     std::fs::rename(&next, &keystore).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !served_subject(sluice.port).ends_with("CN=client") {

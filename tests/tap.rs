@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use api_support::{temp_dir, Sluice};
+use api_support::{temp_dir, write_keystore, Sluice};
 use serde_json::Value;
 
 const PIPELINE: &str = r#"
@@ -198,9 +198,7 @@ fn over_the_apis_tls() {
         return;
     };
     let bundle = dir.join("keystore.pem");
-    let mut pem = std::fs::read(&certs.server_cert).unwrap();
-    pem.extend(std::fs::read(&certs.server_key).unwrap());
-    std::fs::write(&bundle, pem).unwrap();
+    write_keystore(&bundle, &certs.server_cert, &certs.server_key);
     let s = Sluice::start(
         &dir,
         &format!(

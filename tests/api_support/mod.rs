@@ -289,6 +289,14 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
+/// Writes the API's keystore file at `path`: the PEM certificate followed by its PEM key,
+/// the bundle `api.ssl.keystore.path` reads.
+pub fn write_keystore(path: &Path, cert: &Path, key: &Path) {
+    let mut pem = std::fs::read(cert).unwrap();
+    pem.extend(std::fs::read(key).unwrap());
+    std::fs::write(path, pem).unwrap();
+}
+
 /// Every key path of a JSON document: objects' keys joined with `.`, array elements as `[]`.
 pub fn key_paths(
     v: &serde_json::Value,
