@@ -414,7 +414,8 @@ impl Context {
     /// Every pipeline's indicator, by id, with its status.
     fn pipeline_indicators(&self) -> Vec<(String, Status, Value)> {
         let mut out = Vec::new();
-        for t in self.registry.pipelines() {
+        let (running, ended) = self.registry.running_and_ended();
+        for t in running {
             let id = t.view.id.clone();
             let lanes: Vec<(String, u64, u64)> = (t.view.metrics.lanes.iter().flatten())
                 .map(|l| {
@@ -430,7 +431,7 @@ impl Context {
             );
             out.push((id, status, v));
         }
-        for (id, how) in self.registry.ended() {
+        for (id, how) in ended {
             let state = match how {
                 Ended::Finished => State::Finished,
                 Ended::Terminated => State::Terminated,

@@ -152,7 +152,10 @@ impl Registry {
             view,
         });
         let id = tracked.view.id.clone();
-        lock(&self.inner.ended).remove(&id);
+        // Both changed under `ended`'s lock, so that `running_and_ended` sees a pipeline in
+        // one list or the other, never both or neither.
+        let mut ended = lock(&self.inner.ended);
+        ended.remove(&id);
         self.inner
             .pipelines
             .write()
@@ -162,12 +165,13 @@ impl Registry {
 
     /// A pipeline is no longer running (see [`Ended`]).
     pub fn pipeline_stopped(&self, id: &str, how: Ended) {
+        // As in `pipeline_started`: both lists change under `ended`'s lock.
+        let mut ended = lock(&self.inner.ended);
         self.inner
             .pipelines
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(id);
-        let mut ended = lock(&self.inner.ended);
         match how {
             Ended::Removed => {
                 ended.remove(id);
@@ -179,12 +183,14 @@ impl Registry {
         }
     }
 
-    /// Pipelines that are not running any more, with how they ended.
-    pub fn ended(&self) -> Vec<(String, Ended)> {
-        lock(&self.inner.ended)
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect()
+    /// The running pipelines and those that ended, read together: a pipeline that stops (or
+    /// starts) meanwhile is in one list or the other. (Read one after the other, a pipeline
+    /// stopping in between was in both, and the health report counted it twice.)
+    pub(crate) fn running_and_ended(&self) -> (Vec<Arc<Tracked>>, Vec<(String, Ended)>) {
+        let ended = lock(&self.inner.ended);
+        let running = self.pipelines();
+        let ended = ended.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        (running, ended)
     }
 
     /// A pipeline was restarted after a crash (`pipeline.recoverable`).
@@ -293,6 +299,34 @@ mod tests {
         }
     }
 
+    /// A pipeline stopping and starting again while the lists are read is always in exactly
+    /// one of them.
+    #[test]
+    fn a_pipeline_is_running_or_ended_never_both() {
+        let r = Registry::new();
+        r.pipeline_started(view("p"));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    r.pipeline_stopped("p", Ended::Terminated);
+                    r.pipeline_started(view("p"));
+                }
+            });
+            // A pipeline seen twice or not at all, per read.
+            let odd: Vec<usize> = (0..20_000)
+                .map(|_| {
+                    let (running, ended) = r.running_and_ended();
+                    running.iter().filter(|t| t.view.id == "p").count()
+                        + ended.iter().filter(|(id, _)| id == "p").count()
+                })
+                .filter(|&n| n != 1)
+                .collect();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert!(odd.is_empty(), "{odd:?}");
+        });
+    }
+
     #[test]
     fn start_stop_and_reloads() {
         let r = Registry::new();
@@ -301,11 +335,12 @@ mod tests {
         assert_eq!(r.ids(), ["a", "b"]);
         r.pipeline_stopped("a", Ended::Finished);
         assert_eq!(r.ids(), ["b"]);
-        assert_eq!(r.ended(), [("a".to_owned(), Ended::Finished)]);
+        let ended = || r.running_and_ended().1;
+        assert_eq!(ended(), [("a".to_owned(), Ended::Finished)]);
         r.pipeline_started(view("a"));
-        assert!(r.ended().is_empty());
+        assert!(ended().is_empty());
         r.pipeline_stopped("a", Ended::Removed);
-        assert!(r.ended().is_empty());
+        assert!(ended().is_empty());
         r.reload_succeeded("b");
         r.reload_failed("b", "bad config");
         r.reload_failed("c", "worse");
