@@ -34,8 +34,8 @@ fn indexes_100k_events_and_the_count_matches() {
                output {{ {plugin} {{ hosts => ["{url}"] index => "{index}" }} }}"#,
             plugin = kind.plugin()
         );
-        run_to_end(&dir, "pipeline.batch.size: 500\n", &config, 600);
-        assert_eq!(count(&url, &index), 100_000, "{kind:?}");
+        let log = run_to_end(&dir, "pipeline.batch.size: 500\n", &config, 600);
+        assert_eq!(count(&url, &index), 100_000, "{kind:?}:\n{log}");
         delete_index(&url, &index);
     }
 }
