@@ -162,6 +162,10 @@ impl Event {
         &self.metadata
     }
 
+    pub fn metadata_mut(&mut self) -> &mut Map {
+        &mut self.metadata
+    }
+
     /// Bytes the event holds by Logstash's estimate (`Event.estimateMemory`): its fields'
     /// and metadata's values (see [`Value::estimate_memory`]).
     pub fn estimate_memory(&self) -> u64 {
@@ -304,6 +308,16 @@ impl Event {
     /// unless present. A string `tags` equal to it stays a string; any other becomes a list
     /// first.
     pub fn add_tag(&mut self, tag: &str) {
+        self.add_tag_made(tag, || tag.into());
+    }
+
+    /// [`Event::add_tag`] with the string to keep: a constant one
+    /// ([`crate::value::constant_str`]) is kept without a copy.
+    pub fn add_tag_str(&mut self, tag: &Str) {
+        self.add_tag_made(tag, || tag.clone());
+    }
+
+    fn add_tag_made(&mut self, tag: &str, make: impl Fn() -> Str) {
         let tags = self
             .fields
             .entry(crate::key!(TAGS))
@@ -311,14 +325,14 @@ impl Event {
         match tags {
             Value::Array(a) => {
                 if !a.iter().any(|v| v.as_str() == Some(tag)) {
-                    a.push(Value::String(tag.into()));
+                    a.push(Value::String(make()));
                 }
             }
-            Value::Null => *tags = Value::Array(vec![Value::String(tag.into())]),
+            Value::Null => *tags = Value::Array(vec![Value::String(make())]),
             Value::String(s) if s == tag => {}
             other => {
                 let old = std::mem::take(other);
-                *other = Value::Array(vec![old, Value::String(tag.into())]);
+                *other = Value::Array(vec![old, Value::String(make())]);
             }
         }
     }
@@ -477,16 +491,25 @@ mod tests {
     /// stays a string.
     #[test]
     fn tag_adds_once_and_keeps_an_equal_string() {
-        let mut e = Event::new();
-        e.add_tag("a");
-        e.add_tag("a");
-        e.add_tag("b");
-        assert_eq!(e.get_field(TAGS).cloned(), list(&["a", "b"]));
-        e.set_field(TAGS, "solo".into());
-        e.add_tag("solo");
-        assert_eq!(e.get_field(TAGS), Some(&"solo".into()));
-        e.add_tag("two");
-        assert_eq!(e.get_field(TAGS).cloned(), list(&["solo", "two"]));
+        let by_str = |e: &mut Event, t: &str| e.add_tag_str(&crate::value::constant_str(t));
+        for add in [Event::add_tag, by_str] {
+            let mut e = Event::new();
+            add(&mut e, "a");
+            add(&mut e, "a");
+            add(&mut e, "b");
+            assert_eq!(e.get_field(TAGS).cloned(), list(&["a", "b"]));
+            e.set_field(TAGS, "solo".into());
+            add(&mut e, "solo");
+            assert_eq!(e.get_field(TAGS), Some(&"solo".into()));
+            add(&mut e, "two");
+            assert_eq!(e.get_field(TAGS).cloned(), list(&["solo", "two"]));
+            e.set_field(TAGS, Value::Int(1));
+            add(&mut e, "three");
+            assert_eq!(
+                e.get_field(TAGS).cloned(),
+                Some(Value::Array(vec![Value::Int(1), "three".into()]))
+            );
+        }
     }
 
     /// The add_tag/remove_tag options (Logstash's decorators and `filter_matched`): a string

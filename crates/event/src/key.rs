@@ -170,6 +170,16 @@ impl Key {
     pub fn as_str(&self) -> &str {
         &self.name().text
     }
+
+    /// The name's text, kept for the rest of the process: `Some` for an interned key.
+    pub fn static_str(&self) -> Option<&'static str> {
+        if !self.is_interned() {
+            return None;
+        }
+        // SAFETY: an interned key's pointer is a `&'static Name` (leaked into the table).
+        let name: &'static Name = unsafe { self.untagged().as_ref() };
+        Some(&name.text)
+    }
 }
 
 impl Clone for Key {

@@ -373,6 +373,17 @@ fn compare_exact(a: &Exact, b: &Exact) -> std::cmp::Ordering {
     }
 }
 
+/// A string whose clones cost no allocation, for a constant many events get (an input's
+/// tag): the text is kept once for the process, in the names' table ([`Key`]), and the
+/// string points at it. A text the table does not take (longer than
+/// [`crate::key::MAX_INTERNED_LEN`], or the table full) makes an ordinary string.
+pub fn constant_str(text: &str) -> Str {
+    match Key::new(text).static_str() {
+        Some(kept) => Str::const_new(kept),
+        None => Str::from(text),
+    }
+}
+
 /// [`Value::estimate_memory`] of a hash: the sum of its values.
 pub fn estimate_map_memory(m: &Map) -> u64 {
     m.values().map(Value::estimate_memory).sum()
@@ -481,6 +492,26 @@ impl From<Vec<Value>> for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A constant string points at the names' table: neither it nor its clones allocate.
+    /// What the table does not take is an ordinary string.
+    #[test]
+    fn constant_strings_are_shared_not_copied() {
+        let text = "beats_input_codec_plain_applied";
+        let s = constant_str(text);
+        assert_eq!(s, text);
+        assert!(!s.is_heap_allocated());
+        let copy = s.clone();
+        assert!(!copy.is_heap_allocated());
+        assert_eq!(copy.as_ptr(), s.as_ptr());
+        assert_eq!(copy.as_ptr(), constant_str(text).as_ptr());
+        let long = "x".repeat(crate::key::MAX_INTERNED_LEN + 1);
+        let s = constant_str(&long);
+        assert_eq!(s, long);
+        assert!(s.is_heap_allocated());
+        assert_eq!(Key::new(&long).static_str(), None);
+        assert_eq!(Key::new(text).static_str(), Some(text));
+    }
 
     #[test]
     fn decimals_order_exactly() {

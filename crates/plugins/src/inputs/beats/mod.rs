@@ -25,7 +25,7 @@ pub mod protocol;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_event::{Event, FieldRef, Map, Str, Timestamp, Value};
+use sluice_event::{Event, FieldRef, Key, Map, Str, Timestamp, Value};
 use sluice_pipeline::metrics::NamedCounters;
 use sluice_pipeline::{Codec, ConfigError, Input, InputContext, Options};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,7 +52,9 @@ struct Shared {
     /// The codec each connection gets a copy of.
     codec: std::sync::Mutex<Box<dyn Codec>>,
     /// `beats_input_codec_<codec>_applied`.
-    codec_tag: String,
+    /// Kept once for the process ([`sluice_event::value::constant_str`]): every event gets
+    /// it without a copy.
+    codec_tag: Str,
     /// The codec is `plain`, whose decoding of `message` is known (the text in `message`, and
     /// in `[event][original]` when this is true): the payload becomes the event directly,
     /// without copying its fields into a decoded one.
@@ -204,7 +206,9 @@ pub fn build(opts: &mut Options) -> Result<Box<dyn Input>, ConfigError> {
         },
         shared: Arc::new(Shared {
             plain,
-            codec_tag: format!("beats_input_codec_{codec_name}_applied"),
+            codec_tag: sluice_event::value::constant_str(&format!(
+                "beats_input_codec_{codec_name}_applied"
+            )),
             codec: std::sync::Mutex::new(codec),
             include_codec_tag,
             source_metadata: has("source_metadata"),
@@ -280,10 +284,11 @@ async fn serve_connection(
     let mut codec = (shared.codec.lock())
         .unwrap_or_else(|e| e.into_inner())
         .clone_box();
-    let ip = Client {
-        ip: peer.addr.ip().to_string(),
-        tls: peer_metadata(peer, shared),
-    };
+    let ip = Client::new(
+        peer.addr.ip().to_string(),
+        peer_metadata(peer, shared),
+        shared,
+    );
     // Nothing is held for an idle connection but what it sent; the buffer grows with frames
     // and shrinks back after a large one.
     let mut buf: Vec<u8> = Vec::new();
@@ -534,7 +539,7 @@ fn events_from(
                     merge(e, k.as_ref(), v);
                 }
                 if shared.include_codec_tag {
-                    e.add_tag(&shared.codec_tag);
+                    e.add_tag_str(&shared.codec_tag);
                 }
             }
         }
@@ -598,7 +603,7 @@ fn plain_event(mut map: Map, original: bool, shared: &Shared, now: Timestamp) ->
         e.set(&shared.original, Value::String(text));
     }
     if shared.include_codec_tag {
-        e.add_tag(&shared.codec_tag);
+        e.add_tag_str(&shared.codec_tag);
     }
     Some(e)
 }
@@ -606,8 +611,23 @@ fn plain_event(mut map: Map, original: bool, shared: &Shared, now: Timestamp) ->
 /// Where a connection's events come from.
 pub struct Client {
     ip: String,
+    /// `source_metadata`'s field as the one entry of the metadata it goes in (for
+    /// `[@metadata][input][beats][host][ip]`, `input` and the maps under it), made once for
+    /// the connection: an event whose metadata has no such entry gets a copy, without a
+    /// walk down the field or an insert at each level.
+    ip_entry: Option<(Key, Value)>,
     /// `ssl_peer_metadata`'s fields and values.
     tls: Vec<(FieldRef, Value)>,
+}
+
+impl Client {
+    fn new(ip: String, tls: Vec<(FieldRef, Value)>, shared: &Shared) -> Client {
+        Client {
+            ip_entry: metadata_entry(&shared.ip_field, Value::String(ip.as_str().into())),
+            ip,
+            tls,
+        }
+    }
 }
 
 /// `enrich => ssl_peer_metadata`: the client's TLS details, as Logstash sets them.
@@ -634,7 +654,12 @@ fn peer_metadata(peer: &Peer, shared: &Shared) -> Vec<(FieldRef, Value)> {
 fn enrich(events: &mut [Event], ip: &Client, shared: &Shared) {
     for e in events {
         if shared.source_metadata {
-            e.set(&shared.ip_field, Value::String(ip.ip.as_str().into()));
+            match &ip.ip_entry {
+                Some((k, v)) if !e.metadata().contains_key(k) => {
+                    e.metadata_mut().insert(k.clone(), v.clone());
+                }
+                _ => e.set(&shared.ip_field, Value::String(ip.ip.as_str().into())),
+            }
         }
         for (f, v) in &ip.tls {
             e.set(f, v.clone());
@@ -645,6 +670,17 @@ fn enrich(events: &mut [Event], ip: &Client, shared: &Shared) {
             }
         }
     }
+}
+
+/// `field` (under `@metadata`) set to `value`, as the one entry of the metadata it makes:
+/// `[@metadata][a][b]` → (`a`, `{b: value}`). `None` for a field outside the metadata.
+fn metadata_entry(field: &FieldRef, value: Value) -> Option<(Key, Value)> {
+    let mut e = Event::from_parts(Map::new(), Map::new());
+    e.set(field, value);
+    if !e.fields().is_empty() || e.metadata().len() != 1 {
+        return None;
+    }
+    e.into_parts().1.into_iter().next()
 }
 
 /// Sets a payload field on a decoded event as Logstash's beats input does: an object over an
@@ -706,12 +742,55 @@ mod tests {
         };
         let mut codec = s.codec.lock().unwrap().clone_box();
         let mut out = Vec::new();
-        let client = Client {
-            ip: "10.1.2.3".into(),
-            tls: Vec::new(),
-        };
+        let client = Client::new("10.1.2.3".into(), Vec::new(), s);
         events_from(map, &client, s, &mut *codec, Timestamp::now(), &mut out);
         out
+    }
+
+    /// The client's address: copied in as the metadata's entry when the metadata has none
+    /// of that name, set down the field when it has; either way what setting the field
+    /// makes.
+    #[test]
+    fn the_client_address_is_what_setting_the_field_makes() {
+        for ecs in [Ecs::V8, Ecs::Disabled] {
+            let mut s = shared(Some(ecs.enabled()), ecs);
+            if !ecs.enabled() {
+                s.ip_field = FieldRef::parse("[@metadata][ip_address]").unwrap();
+            }
+            let client = Client::new("10.1.2.3".into(), Vec::new(), &s);
+            let entry = client.ip_entry.as_ref().expect("a metadata field");
+            let walked = Client {
+                ip_entry: None,
+                ..Client::new("10.1.2.3".into(), Vec::new(), &s)
+            };
+            for payload in [
+                r#"{"message":"m","@timestamp":"2026-11-24T10:00:00Z"}"#,
+                r#"{"message":"m","@timestamp":"2026-11-24T10:00:00Z","@metadata":{"beat":"filebeat","input":{"kept":1},"ip_address":"old"}}"#,
+            ] {
+                let now = Timestamp::now();
+                let mut codec = s.codec.lock().unwrap().clone_box();
+                let Ok(Value::Object(map)) = sluice_event::json::parse(payload.as_bytes()) else {
+                    panic!("{payload}")
+                };
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                events_from(map.clone(), &client, &s, &mut *codec, now, &mut a);
+                events_from(map, &walked, &s, &mut *codec, now, &mut b);
+                assert_eq!(a, b, "{ecs:?} {payload}");
+                assert_eq!(
+                    a[0].get(&s.ip_field),
+                    Some(&Value::String("10.1.2.3".into())),
+                    "{ecs:?} {payload}"
+                );
+                if payload.contains("kept") {
+                    let kept = FieldRef::parse("[@metadata][input][kept]").unwrap();
+                    assert_eq!(a[0].get(&kept), Some(&Value::Int(1)), "{ecs:?}");
+                }
+            }
+            let top = if ecs.enabled() { "input" } else { "ip_address" };
+            assert_eq!(entry.0.as_str(), top);
+        }
+        let outside = FieldRef::parse("[host][ip]").unwrap();
+        assert_eq!(metadata_entry(&outside, Value::Null), None);
     }
 
     /// The plain shortcut makes what decoding `message` with the plain codec and merging the
