@@ -321,7 +321,7 @@ impl Event {
         let tags = self
             .fields
             .entry(crate::key!(TAGS))
-            .or_insert_with(|| Value::Array(Vec::new()));
+            .or_insert_with(|| Value::Array(Vec::with_capacity(1)));
         match tags {
             Value::Array(a) => {
                 if !a.iter().any(|v| v.as_str() == Some(tag)) {
