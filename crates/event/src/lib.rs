@@ -34,7 +34,13 @@
 //!   and build its value in its slot, and [`Event::slot`] hands a filter the field's place
 //!   (made null if absent) in one walk, for it to look at and fill.
 //! - **Strings** ([`Str`]) keep up to 24 bytes inline (status codes, verbs, addresses), so
-//!   the common short value costs no allocation.
+//!   the common short value costs no allocation. A longer text that every event of an input
+//!   gets (the beats codec's tag) is a constant ([`value::constant_str`]): kept once in the
+//!   names' table, pointed at by each copy.
+//! - **Maps are made the size they end up.** The outermost object of a JSON text, which
+//!   usually becomes an event, has room for the fields an event is given (`@timestamp`,
+//!   `@version`, a tag, `event`); a new `tags` list has room for one. Fewer and smaller
+//!   allocations showed in the beats input's CPU per event where no single one did.
 //! - **Decoding builds each event once, where it stays.** The queue's reader decodes a
 //!   record straight onto the end of its batch ([`binary::Decoder::decode_into`]); a
 //!   decoder keeps the last record's keys with their lengths and prefixes, so the next
