@@ -75,11 +75,29 @@ impl Event {
 
     /// [`Event::from_map`], with `now` giving the time a missing `@timestamp` gets: an input
     /// that makes many events at once reads the clock once for them.
-    pub fn from_map_at(mut fields: Map, now: impl FnOnce() -> Timestamp) -> Event {
-        let metadata = match fields.remove(&crate::key!(METADATA)) {
-            Some(Value::Object(m)) => m,
+    pub fn from_map_at(fields: Map, now: impl FnOnce() -> Timestamp) -> Event {
+        let mut now = Some(now);
+        let mut stamp = || Value::Timestamp(now.take().map_or_else(Timestamp::now, |f| f()));
+        let mut entries = fields.into_tuple_vec();
+        let metadata = match entries.binary_search_by(|(k, _)| k.cmp(&crate::key!(METADATA))) {
+            Err(_) => Value::Null,
+            Ok(i) => {
+                // `@timestamp`, when missing, usually sorts right after `@metadata`: it takes
+                // its place, and the entries after it move neither back nor forth.
+                let stamp_here =
+                    (entries.get(i + 1)).is_none_or(|(k, _)| *k > crate::key!(TIMESTAMP));
+                if stamp_here {
+                    std::mem::replace(&mut entries[i], (crate::key!(TIMESTAMP), stamp())).1
+                } else {
+                    entries.remove(i).1
+                }
+            }
+        };
+        let metadata = match metadata {
+            Value::Object(m) => m,
             _ => Map::new(),
         };
+        let mut fields = Map::from_sorted_store_unchecked(entries);
         // Room for `@timestamp`, `@version` and the fields an input adds (a tag, the
         // original), so that the map grows once, now, while it is smallest.
         fields.reserve(4);
@@ -101,7 +119,7 @@ impl Event {
             None => false,
         };
         if !stamped {
-            fields.insert(crate::key!(TIMESTAMP), Value::Timestamp(now()));
+            fields.insert(crate::key!(TIMESTAMP), stamp());
         }
         fields
             .entry(crate::key!(VERSION))
@@ -461,6 +479,51 @@ mod tests {
         let e = Event::from_map(m);
         assert!(e.has_tag(TIMESTAMP_PARSE_FAILURE));
         assert_eq!(e.get_field("_@timestamp"), Some(&"garbage".into()));
+    }
+
+    /// `@metadata` moves to the metadata side wherever `@timestamp` goes (a missing one takes
+    /// `@metadata`'s place when it sorts there); the fields stay in name order.
+    #[test]
+    fn from_map_moves_the_metadata_and_keeps_the_order() {
+        let then = Timestamp::from_millis(1_000);
+        for (json, keys) in [
+            (
+                r#"{"@metadata":{"a":1},"message":"m"}"#,
+                "@timestamp @version message",
+            ),
+            (r#"{"@metadata":{"a":1}}"#, "@timestamp @version"),
+            (
+                r#"{"@metadata":{"a":1},"@source":1,"z":2}"#,
+                "@source @timestamp @version z",
+            ),
+            (
+                r#"{"@a":0,"@metadata":{"a":1},"@timestamp":"2020-01-02T03:04:05Z"}"#,
+                "@a @timestamp @version",
+            ),
+            (
+                r#"{"@metadata":"not an object","@version":"2","x":1}"#,
+                "@timestamp @version x",
+            ),
+            (r#"{"message":"m"}"#, "@timestamp @version message"),
+        ] {
+            let Ok(Value::Object(m)) = crate::json::parse(json.as_bytes()) else {
+                panic!("{json}")
+            };
+            let e = Event::from_map_at(m, || then);
+            let got: Vec<&str> = e.fields().keys().map(|k| k.as_str()).collect();
+            assert_eq!(got.join(" "), keys, "{json}");
+            let mut sorted = got.clone();
+            sorted.sort();
+            assert_eq!(got, sorted, "{json}");
+            let expected_meta = if json.contains(r#"{"a":1}"#) { 1 } else { 0 };
+            assert_eq!(e.metadata().len(), expected_meta, "{json}");
+            if !json.contains("2020") {
+                assert_eq!(e.timestamp(), Some(then), "{json}");
+            }
+            for (k, _) in e.fields().iter() {
+                assert!(e.fields().get(k).is_some(), "{json}: {k:?} is found");
+            }
+        }
     }
 
     /// `from_map_at`: the given time where `@timestamp` is missing or unusable, and the clock
