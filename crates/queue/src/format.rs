@@ -32,11 +32,67 @@
 
 use crate::error::{FormatError, RecordError};
 
-/// CRC-32C (Castagnoli), the checksum of every queue file. `crc-fast` picks the CPU's fastest
-/// way at run time (on x86-64: the `crc32` instruction, several streams at once with
-/// carry-less multiplication for long inputs).
+/// CRC-32C (Castagnoli), the checksum of every queue file. Inputs up to [`SHORT_CRC`] bytes
+/// (a log event's record) go through the CPU's `crc32` instruction one 8-byte word after
+/// another; longer ones (pages' worth, checkpoints) through `crc-fast`, which runs several
+/// streams at once with carry-less multiplication and pays a set-up for it.
 pub fn crc32c(data: &[u8]) -> u32 {
+    if data.len() <= SHORT_CRC {
+        if let Some(state) = crc32c_words(!0, data) {
+            return !state;
+        }
+    }
     crc_fast::crc32_iscsi(data)
+}
+
+/// The longest input [`crc32c`] checksums word by word. `crc-fast`'s short path stops at 256
+/// bytes; past that its set-up costs more than one stream of `crc32` instructions until about
+/// 700 (on this project's 2-core VM: 300 bytes 27 against 46 ns, 400 bytes 35 against 54,
+/// 751 bytes 80 against 81, 1 KB 105 against 94).
+pub const SHORT_CRC: usize = 640;
+
+/// The running CRC-32C state (the checksum with its final XOR undone) after `data`, by the
+/// CPU's CRC instruction: `None` where the CPU has none.
+fn crc32c_words(state: u32, data: &[u8]) -> Option<u32> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        #[target_feature(enable = "sse4.2")]
+        fn words(mut state: u32, data: &[u8]) -> u32 {
+            use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+            let mut chunks = data.chunks_exact(8);
+            for w in &mut chunks {
+                let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+                // Truncation: the instruction leaves the 32-bit state in the low half.
+                state = _mm_crc32_u64(u64::from(state), w) as u32;
+            }
+            for &b in chunks.remainder() {
+                state = _mm_crc32_u8(state, b);
+            }
+            state
+        }
+        // SAFETY: the CPU has SSE 4.2, checked just above.
+        return Some(unsafe { words(state, data) });
+    }
+    #[cfg(target_arch = "aarch64")]
+    if std::arch::is_aarch64_feature_detected!("crc") {
+        #[target_feature(enable = "crc")]
+        fn words(mut state: u32, data: &[u8]) -> u32 {
+            use std::arch::aarch64::{__crc32cb, __crc32cd};
+            let mut chunks = data.chunks_exact(8);
+            for w in &mut chunks {
+                let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+                state = __crc32cd(state, w);
+            }
+            for &b in chunks.remainder() {
+                state = __crc32cb(state, b);
+            }
+            state
+        }
+        // SAFETY: the CPU has the CRC extension, checked just above.
+        return Some(unsafe { words(state, data) });
+    }
+    let _ = (state, data);
+    None
 }
 
 /// The CRC-32C of the bytes `crc` is the checksum of, followed by `data`.
@@ -54,26 +110,10 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 /// x86-64, `crc32cx` on aarch64); `crc-fast`'s digest, made for longer inputs, costs more
 /// than the payload's own checksum for these 8 bytes.
 pub fn crc32c_append_u64(crc: u32, v: u64) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("sse4.2") {
-        #[target_feature(enable = "sse4.2")]
-        fn step(state: u32, v: u64) -> u32 {
-            // Truncation: the instruction leaves the 32-bit state in the low half.
-            std::arch::x86_64::_mm_crc32_u64(u64::from(state), v) as u32
-        }
-        // SAFETY: the CPU has SSE 4.2, checked just above.
-        return !unsafe { step(!crc, v) };
+    match crc32c_words(!crc, &v.to_le_bytes()) {
+        Some(state) => !state,
+        None => crc32c_append(crc, &v.to_le_bytes()),
     }
-    #[cfg(target_arch = "aarch64")]
-    if std::arch::is_aarch64_feature_detected!("crc") {
-        #[target_feature(enable = "crc")]
-        fn step(state: u32, v: u64) -> u32 {
-            std::arch::aarch64::__crc32cd(state, v)
-        }
-        // SAFETY: the CPU has the CRC extension, checked just above.
-        return !unsafe { step(!crc, v) };
-    }
-    crc32c_append(crc, &v.to_le_bytes())
 }
 
 pub const PAGE_MAGIC: &[u8; 4] = b"SLQP";
@@ -507,6 +547,18 @@ mod tests {
     }
 
     proptest! {
+        /// Both ways of checksumming (word by word up to `SHORT_CRC`, `crc-fast` past it)
+        /// agree with `crc-fast` at every length and alignment around the switch: fails if
+        /// the word loop drops or misreads a byte.
+        #[test]
+        fn crc32c_matches_crc_fast_at_every_length(
+            data in proptest::collection::vec(any::<u8>(), 0..(2 * SHORT_CRC)),
+            skip in 0usize..8,
+        ) {
+            let data = &data[skip.min(data.len())..];
+            prop_assert_eq!(crc32c(data), crc_fast::crc32_iscsi(data));
+        }
+
         #[test]
         fn crc32c_append_equals_the_checksum_of_both_parts(
             data in proptest::collection::vec(any::<u8>(), 0..3000),
