@@ -65,6 +65,9 @@ enum Readable {
 pub(super) struct Reader {
     page: u64,
     cursor: RecordCursor,
+    /// The mean payload length of the last batch read: the room the next batch's copies
+    /// get up front.
+    record_len: usize,
 }
 
 impl Reader {
@@ -72,6 +75,7 @@ impl Reader {
         let mut r = Reader {
             page: 0,
             cursor: RecordCursor::default(),
+            record_len: 0,
         };
         if let Some(p) = front {
             r.page = p.num;
@@ -80,6 +84,9 @@ impl Reader {
         r
     }
 }
+
+/// The most room a batch's copies get before they are read ([`Reader::record_len`]).
+const READ_ROOM_MAX: usize = 8 << 20;
 
 /// What to read, decided under the `state` lock.
 struct Plan {
@@ -398,6 +405,15 @@ fn read_records(
         ..RawBatch::default()
     };
     let start_seq = r.cursor.seq;
+    // Room for the batch at the last batch's mean record length and an eighth more, so
+    // that the vector does not grow step by step, each step a copy of what it holds
+    // (bounded: a batch of large records after one of small ones grows as it must).
+    let take = plan.take as usize;
+    out.records.reserve_exact(take);
+    out.data.reserve(
+        take.saturating_mul(r.record_len + r.record_len / 8)
+            .min(READ_ROOM_MAX),
+    );
     let mut loss = None;
     let mut failed = None;
     while (out.records.len() as u64) < plan.take {
@@ -455,6 +471,7 @@ fn read_records(
     if out.records.is_empty() {
         return (None, loss, failed);
     }
+    r.record_len = out.data.len() / out.records.len();
     let range = AckRange {
         start_seq,
         end_seq: start_seq + out.records.len() as u64,
