@@ -465,6 +465,16 @@ pub struct PersistedEventQueue {
     held: Mutex<Held>,
     /// Held events handed to readers go back to their pushing thread to be freed.
     spent: Spent,
+    /// The mean record size of the last push, headers included: the room the next push's
+    /// records get up front ([`record_room`]).
+    record_len: AtomicUsize,
+}
+
+/// Room for `events` records of `mean` bytes and an eighth more (at least 256 bytes each, as
+/// a first push gets; at most 8 MiB up front): a batch that outgrows its vector copies all
+/// it holds, a 125-event batch of Apache lines about 32 KB at each push.
+fn record_room(events: usize, mean: usize) -> usize {
+    events.saturating_mul(mean.max(256) + mean / 8).min(8 << 20)
 }
 
 impl PersistedEventQueue {
@@ -497,6 +507,7 @@ impl PersistedEventQueue {
                 limit: 0,
             }),
             spent: Spent::new(0),
+            record_len: AtomicUsize::new(0),
         })
     }
 
@@ -527,7 +538,8 @@ impl PersistedEventQueue {
 
 impl EventQueue for PersistedEventQueue {
     fn push(&self, events: Vec<Event>) -> Result<(), Stopped> {
-        let mut batch = RecordBatch::with_capacity(events.len() * 256, events.len());
+        let room = record_room(events.len(), self.record_len.load(Ordering::Relaxed));
+        let mut batch = RecordBatch::with_capacity(room, events.len());
         // The events written, in the batch's order, for `held`.
         let mut kept = Vec::with_capacity(events.len());
         let (origin, frees) = push_origin();
@@ -553,6 +565,10 @@ impl EventQueue for PersistedEventQueue {
             } else {
                 kept.push(e);
             }
+        }
+        if !batch.is_empty() {
+            self.record_len
+                .store(batch.bytes() / batch.len(), Ordering::Relaxed);
         }
         let mut kept = kept.into_iter();
         // Not kept for readers: dropped after the push, outside the queue's locks.
@@ -592,7 +608,8 @@ impl EventQueue for PersistedEventQueue {
     }
 
     fn push_refs(&self, events: &[&Event]) -> Result<(), Stopped> {
-        let mut batch = RecordBatch::with_capacity(events.len() * 256, events.len());
+        let room = record_room(events.len(), self.record_len.load(Ordering::Relaxed));
+        let mut batch = RecordBatch::with_capacity(room, events.len());
         for e in events {
             batch.push_with(|buf| {
                 let start = buf.len();
@@ -609,6 +626,10 @@ impl EventQueue for PersistedEventQueue {
                     "event dropped: it is larger than the 4 GiB a queue record can hold"
                 );
             }
+        }
+        if !batch.is_empty() {
+            self.record_len
+                .store(batch.bytes() / batch.len(), Ordering::Relaxed);
         }
         match self.queue.push_with(&mut batch, &mut |_| {}) {
             Ok(()) => Ok(()),
@@ -764,6 +785,17 @@ mod tests {
         let err = ReplayIds::for_dir(&dir).err().unwrap().to_string();
         assert!(err.contains("does not hold a queue id"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A push's records get room for the last push's mean size and an eighth more, 256 bytes
+    /// a record before any push, and never more than 8 MiB up front.
+    #[test]
+    fn record_room_follows_the_last_mean_within_bounds() {
+        assert_eq!(record_room(125, 0), 125 * 256);
+        assert_eq!(record_room(125, 300), 125 * (300 + 37));
+        assert!(record_room(125, 300) >= 125 * 300);
+        assert_eq!(record_room(1000, 1 << 20), 8 << 20);
+        assert_eq!(record_room(0, 300), 0);
     }
 
     /// A push made for another thread ([`push_for`], as a network input's blocking-pool push)
