@@ -530,6 +530,20 @@ impl PersistedEventQueue {
         &self.queue
     }
 
+    /// An empty batch with room for `events` records of the last push's mean size.
+    fn new_batch(&self, events: usize) -> RecordBatch {
+        let room = record_room(events, self.record_len.load(Ordering::Relaxed));
+        RecordBatch::with_capacity(room, events)
+    }
+
+    /// Keeps `batch`'s mean record size for the next push's room.
+    fn note_sizes(&self, batch: &RecordBatch) {
+        if !batch.is_empty() {
+            self.record_len
+                .store(batch.bytes() / batch.len(), Ordering::Relaxed);
+        }
+    }
+
     /// Events refused because they were larger than a page.
     pub fn rejected(&self) -> u64 {
         self.rejected.load(Ordering::Relaxed)
@@ -538,8 +552,7 @@ impl PersistedEventQueue {
 
 impl EventQueue for PersistedEventQueue {
     fn push(&self, events: Vec<Event>) -> Result<(), Stopped> {
-        let room = record_room(events.len(), self.record_len.load(Ordering::Relaxed));
-        let mut batch = RecordBatch::with_capacity(room, events.len());
+        let mut batch = self.new_batch(events.len());
         // The events written, in the batch's order, for `held`.
         let mut kept = Vec::with_capacity(events.len());
         let (origin, frees) = push_origin();
@@ -566,10 +579,7 @@ impl EventQueue for PersistedEventQueue {
                 kept.push(e);
             }
         }
-        if !batch.is_empty() {
-            self.record_len
-                .store(batch.bytes() / batch.len(), Ordering::Relaxed);
-        }
+        self.note_sizes(&batch);
         let mut kept = kept.into_iter();
         // Not kept for readers: dropped after the push, outside the queue's locks.
         let mut unheld: Vec<Event> = Vec::new();
@@ -608,8 +618,7 @@ impl EventQueue for PersistedEventQueue {
     }
 
     fn push_refs(&self, events: &[&Event]) -> Result<(), Stopped> {
-        let room = record_room(events.len(), self.record_len.load(Ordering::Relaxed));
-        let mut batch = RecordBatch::with_capacity(room, events.len());
+        let mut batch = self.new_batch(events.len());
         for e in events {
             batch.push_with(|buf| {
                 let start = buf.len();
@@ -627,10 +636,7 @@ impl EventQueue for PersistedEventQueue {
                 );
             }
         }
-        if !batch.is_empty() {
-            self.record_len
-                .store(batch.bytes() / batch.len(), Ordering::Relaxed);
-        }
+        self.note_sizes(&batch);
         match self.queue.push_with(&mut batch, &mut |_| {}) {
             Ok(()) => Ok(()),
             Err(QueueError::Closed) => Err(Stopped),
